@@ -148,9 +148,7 @@ class SSEParser:
                 data.append(line[6:] if line.startswith(" ", 5) else line[5:])
             elif not line:
                 if data:
-                    events.append(
-                        SSEEvent("\n".join(data), event or None, last_id, retry, at)
-                    )
+                    events.append(SSEEvent("\n".join(data), event or None, last_id, retry, at))
                     data = []
                 event = None
                 retry = None

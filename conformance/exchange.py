@@ -1,0 +1,116 @@
+"""What came back from one request, independent of the HTTP library that fetched it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.case import Case
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    """One server-sent event, dispatched when its blank line arrived.
+
+    ``at`` is the arrival time in seconds since the request was sent.
+    """
+
+    data: str
+    event: str | None = None
+    id: str | None = None
+    retry: int | None = None
+    at: float = 0.0
+
+
+class Headers:
+    """Case-insensitive, multi-valued response headers in wire order."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[tuple[str, str]] | None = None) -> None:
+        self.items = list(items or [])
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        lname = name.lower()
+        for key, value in self.items:
+            if key.lower() == lname:
+                return value
+        return default
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def to_dict(self) -> dict[str, str]:
+        return {k: v for k, v in self.items}
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One request and its response as observed on the wire.
+
+    Exactly one of ``transport_error`` or ``status`` describes the outcome. ``body`` holds
+    the raw bytes read (up to the byte bound); ``events`` is set for event streams;
+    ``stream_error`` names a framing or bound problem met while reading a stream, and
+    ``bound`` names the limit that stopped reading, if any.
+    """
+
+    case: Case
+    url: str
+    request_headers: dict[str, str]
+    request_body: bytes
+    status: int | None = None
+    headers: Headers = field(default_factory=Headers)
+    body: bytes = b""
+    events: list[SSEEvent] | None = None
+    stream_error: str | None = None
+    transport_error: str | None = None
+    bound: str | None = None
+    ttfb: float | None = None
+    elapsed: float = 0.0
+    retries: int = 0
+    _json: Any = field(default=None, repr=False)
+    _json_error: str | None = field(default=None, repr=False)
+    _json_parsed: bool = field(default=False, repr=False)
+
+    @property
+    def content_type(self) -> str:
+        return (self.headers.get("content-type") or "").strip()
+
+    @property
+    def media_type(self) -> str:
+        return self.content_type.split(";", 1)[0].strip().lower()
+
+    def _parse(self) -> None:
+        if self._json_parsed:
+            return
+        self._json_parsed = True
+        try:
+            self._json = json.loads(self.body.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            self._json_error = f"body is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+        except ValueError as exc:
+            self._json_error = f"body is not JSON ({exc})"
+
+    @property
+    def json(self) -> Any:
+        """The body parsed as JSON, or None when it is not JSON (see ``json_error``)."""
+        self._parse()
+        return self._json
+
+    @property
+    def json_error(self) -> str | None:
+        self._parse()
+        return self._json_error
+
+    def event_payloads(self) -> list[tuple[SSEEvent, Any, str | None]]:
+        """Each data event other than ``[DONE]``, with its JSON and the parse problem."""
+        out: list[tuple[SSEEvent, Any, str | None]] = []
+        for ev in self.events or []:
+            if ev.data == "[DONE]":
+                continue
+            try:
+                out.append((ev, json.loads(ev.data), None))
+            except ValueError as exc:
+                out.append((ev, None, f"data is not JSON ({exc})"))
+        return out

@@ -1,0 +1,467 @@
+"""The contract: one vendored OpenAPI document, loaded, resolved and corrected by errata.
+
+A :class:`Spec` is built once per run. It inlines every ``$ref`` once, finds the
+``POST /v1/completions`` operation and exposes what the strategies and checks need: the
+request schema, the JSON and event-stream response schemas, the error schema, declared
+status codes, required response headers and the security scheme. Validators are compiled
+once here, never per response.
+
+Both vendored documents have real defects (see specs/README.md). Each erratum is
+detected from the document itself (so a spec given by path gets them too), applied as a
+schema transformation, recorded in ``Spec.errata`` for the reports, and switched off
+wholesale by ``strict=True`` (``--strict-spec``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema.exceptions import ValidationError, best_match
+from openapi_schema_validator import (
+    OAS30Validator,
+    OAS31Validator,
+    oas30_format_checker,
+    oas31_format_checker,
+)
+
+OPERATION_PATH = "/v1/completions"
+BUILTIN_SPECS = ("nscale", "aihubmix")
+# Response fields that real servers send as null although OpenAPI 3.0 documents type them
+# as non-nullable (DESIGN.md): tolerated at MUST level, reported at SHOULD level.
+NULLED_FIELDS = ("logprobs", "finish_reason", "usage", "param")
+
+Schema = dict[str, Any]
+
+
+class SpecError(Exception):
+    """The spec cannot be loaded or does not describe ``POST /v1/completions``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Erratum:
+    """A named correction of a defect in a vendored document."""
+
+    id: str
+    title: str
+    detail: str
+
+
+def specs_dir() -> Path:
+    """Where the vendored specs live: inside the installed package, else the checkout."""
+    packaged = Path(str(resources.files("conformance"))) / "_specs"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent / "specs"
+
+
+def load_spec(name_or_path: str, *, strict: bool = False) -> Spec:
+    """Load a vendored spec by name (``nscale``, ``aihubmix``) or any document by path."""
+    if name_or_path in BUILTIN_SPECS:
+        path = specs_dir() / f"{name_or_path}.yaml"
+        name = name_or_path
+    else:
+        path = Path(name_or_path)
+        if path.suffix not in (".yaml", ".yml", ".json") and not path.exists():
+            raise SpecError(
+                f"unknown spec {name_or_path!r}: use one of {', '.join(BUILTIN_SPECS)} "
+                "or the path of an OpenAPI document"
+            )
+        name = path.stem
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"cannot read spec {str(path)!r}: {exc.strerror or exc}") from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SpecError(f"spec {str(path)!r} is not valid YAML or JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise SpecError(f"spec {str(path)!r} is not an OpenAPI document")
+    return Spec(name=name, path=path, document=document, strict=strict)
+
+
+def resolve_refs(document: Schema) -> Schema:
+    """Return a copy of ``document`` with every local ``$ref`` inlined (cycles refused)."""
+
+    def lookup(ref: str) -> Any:
+        if not ref.startswith("#/"):
+            raise SpecError(f"only local $refs are supported, found {ref!r}")
+        node: Any = document
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            if not isinstance(node, dict) or part not in node:
+                raise SpecError(f"$ref {ref!r} points nowhere")
+            node = node[part]
+        return node
+
+    def walk(node: Any, seen: tuple[str, ...]) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                ref = node["$ref"]
+                if ref in seen:
+                    raise SpecError(f"$ref cycle through {ref!r}")
+                target = walk(lookup(ref), (*seen, ref))
+                siblings = {k: walk(v, seen) for k, v in node.items() if k != "$ref"}
+                return {**target, **siblings} if siblings else target
+            return {k: walk(v, seen) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v, seen) for v in node]
+        return node
+
+    resolved: Schema = walk(document, ())
+    return resolved
+
+
+def _nodes(node: Any) -> Iterator[dict[str, Any]]:
+    """Every mapping in a resolved schema tree, parents first."""
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _nodes(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _nodes(value)
+
+
+def _allow_null(schema: Schema) -> Schema:
+    """A schema that accepts what ``schema`` accepts, and null."""
+    return {"anyOf": [{"type": "null"}, schema]}
+
+
+class Spec:
+    """One OpenAPI document as the contract for ``POST /v1/completions``."""
+
+    def __init__(self, *, name: str, path: Path, document: Schema, strict: bool = False) -> None:
+        self.name = name
+        self.path = path
+        self.document = document
+        self.strict = strict
+        version = str(document.get("openapi", ""))
+        if not re.match(r"3\.[01]\.", version):
+            raise SpecError(f"spec {str(path)!r} is not OpenAPI 3.0 or 3.1 (openapi: {version!r})")
+        self.openapi_version = version
+        self.is_31 = version.startswith("3.1")
+        info = document.get("info") or {}
+        self.title = str(info.get("title", name))
+        self.version = str(info.get("version", ""))
+        resolved = resolve_refs(document)
+        operation = ((resolved.get("paths") or {}).get(OPERATION_PATH) or {}).get("post")
+        if not isinstance(operation, dict):
+            raise SpecError(f"spec {str(path)!r} has no POST {OPERATION_PATH} operation")
+        self.operation: Schema = operation
+        self.errata: list[Erratum] = []
+        self._build(resolved)
+
+    # -- construction -----------------------------------------------------------------
+
+    def _apply(self, erratum: Erratum, applies: bool, fix: Callable[[], None]) -> None:
+        """Apply one erratum when its defect is present and errata are not switched off."""
+        if applies and not self.strict:
+            fix()
+            self.errata.append(erratum)
+
+    def _build(self, resolved: Schema) -> None:
+        op = self.operation
+        content = (op.get("requestBody") or {}).get("content") or {}
+        self.request_media_type = next(iter(content), "application/json")
+        self.request_schema: Schema = copy.deepcopy(
+            (content.get(self.request_media_type) or {}).get("schema") or {}
+        )
+        responses: dict[str, Any] = {str(k): v for k, v in (op.get("responses") or {}).items()}
+        self.declared_statuses = tuple(responses)
+        ok = responses.get("200") or {}
+        ok_content = ok.get("content") or {}
+        self.json_media_types = tuple(m for m in ok_content if "json" in m)
+        json_media = self.json_media_types[0] if self.json_media_types else None
+        self.response_schema: Schema | None = copy.deepcopy(
+            (ok_content.get(json_media) or {}).get("schema") if json_media else None
+        )
+        stream_media = next((m for m in ok_content if m.startswith("text/event-stream")), None)
+        self.stream_media_type: str | None = stream_media
+        stream_schema = (ok_content.get(stream_media) or {}).get("schema") if stream_media else None
+        self.stream_chunk_schema: Schema | None = copy.deepcopy(stream_schema)
+        self.required_headers = tuple(
+            name for name, h in (ok.get("headers") or {}).items() if (h or {}).get("required")
+        )
+        self.error_schema: Schema | None = None
+        self.error_media_types: dict[str, tuple[str, ...]] = {}
+        for status, response in responses.items():
+            media = tuple((response or {}).get("content") or {})
+            self.error_media_types[status] = media
+            if status != "200" and self.error_schema is None:
+                for m in media:
+                    schema = response["content"][m].get("schema")
+                    if schema:
+                        self.error_schema = copy.deepcopy(schema)
+                        break
+        self.security_schemes: dict[str, Any] = (resolved.get("components") or {}).get(
+            "securitySchemes"
+        ) or {}
+        self.bearer_auth = any(
+            s.get("type") == "http" and str(s.get("scheme", "")).lower() == "bearer"
+            for s in self.security_schemes.values()
+        )
+        self.request_id_header = self._find_request_id_header()
+        self._apply_errata()
+
+    def _find_request_id_header(self) -> str | None:
+        """A request-id header named in the spec text (AIHubMix names ``X-Request-Id``)."""
+        text = json.dumps(self.error_schema or {})
+        match = re.search(r"`(X-Request-Id|[A-Za-z-]*Request-Id)` response header", text, re.I)
+        return match.group(1) if match else None
+
+    def _apply_errata(self) -> None:
+        schemas = [self.request_schema, self.response_schema, self.stream_chunk_schema]
+        live = [s for s in schemas if s]
+
+        # 1. `type: object` beside an anyOf whose branches are strings and arrays.
+        def contradictory(node: dict[str, Any]) -> bool:
+            branches = node.get("anyOf") or node.get("oneOf") or []
+            return (
+                node.get("type") == "object"
+                and bool(branches)
+                and all(
+                    isinstance(b, dict) and b.get("type") in ("string", "array") for b in branches
+                )
+            )
+
+        bad = [n for s in live for n in _nodes(s) if contradictory(n)]
+        self._apply(
+            Erratum(
+                "nscale-anyof-type-object",
+                "`type: object` beside an anyOf of string/array branches",
+                "PromptValue and StopSequence as written accept no value; the anyOf alone "
+                "is meant, so `type: object` is dropped.",
+            ),
+            bool(bad),
+            lambda: [n.pop("type") for n in bad],  # type: ignore[func-returns-value]
+        )
+
+        # 2. An event-stream schema typed as an array of chunks: each event is one item.
+        chunk = self.stream_chunk_schema
+        is_array = bool(chunk) and chunk.get("type") == "array" and "items" in chunk  # type: ignore[union-attr]
+
+        def per_event() -> None:
+            self.stream_chunk_schema = chunk["items"]  # type: ignore[index]
+
+        self._apply(
+            Erratum(
+                "nscale-event-stream-array",
+                "event-stream schema is an array of chunks",
+                "`type: array, format: event-stream, items: ...`: each SSE event's data is "
+                "validated as one item.",
+            ),
+            is_array,
+            per_event,
+        )
+
+        # 3. No event-stream media type, though `stream` promises server-sent events.
+        stream_prop = (self.request_schema.get("properties") or {}).get("stream") or {}
+        promises_sse = "server-sent events" in str(stream_prop.get("description", "")).lower()
+
+        def share_shape() -> None:
+            self.stream_media_type = "text/event-stream"
+            self.stream_chunk_schema = copy.deepcopy(self.response_schema)
+
+        self._apply(
+            Erratum(
+                "aihubmix-stream-media-type",
+                "streamed 200 not declared",
+                "Only application/json is declared for 200, but `stream` is described as "
+                "data-only server-sent events ending in `data: [DONE]` with the same shape: a "
+                "streamed 200 is text/event-stream whose events validate against the "
+                "response schema.",
+            ),
+            self.stream_media_type is None and promises_sse and self.response_schema is not None,
+            share_shape,
+        )
+
+        # 9 (found while rebuilding AIHubMix): `default: null` on a branch typed `object`,
+        #    which openapi-spec-validator rejects; the null branch beside it is the intent.
+        null_defaults = [
+            n
+            for n in _nodes(self.request_schema)
+            if "default" in n and n["default"] is None and n.get("type") == "object"
+        ]
+        self._apply(
+            Erratum(
+                "aihubmix-stream-options-default-null",
+                "`default: null` on an object-typed schema",
+                "ChatCompletionStreamOptions' object branch defaults to null, which its own "
+                "type forbids; the default is dropped (the `type: 'null'` branch allows null).",
+            ),
+            bool(null_defaults),
+            lambda: [n.pop("default") for n in null_defaults],  # type: ignore[func-returns-value]
+        )
+
+        # 4. OpenAPI 3.0 `nullable` inside a 3.1 document.
+        def nullable_nodes() -> list[dict[str, Any]]:
+            return [
+                n
+                for s in (self.request_schema, self.response_schema, self.error_schema)
+                if s
+                for n in _nodes(s)
+                if n.get("nullable") is True
+            ]
+
+        self._apply(
+            Erratum(
+                "aihubmix-nullable",
+                "OpenAPI 3.0 `nullable` in a 3.1 document",
+                "JSON Schema 2020-12 ignores `nullable: true`; its authors meant that null "
+                "is allowed, so such schemas accept null.",
+            ),
+            self.is_31 and bool(nullable_nodes()),
+            self._rewrite_nullable,
+        )
+
+        # 5. Streamed chunks: finish_reason/logprobs null until the last chunk, usage null
+        #    on every chunk but the usage chunk.
+        self._apply(
+            Erratum(
+                "stream-chunk-nulls",
+                "null finish_reason, logprobs and usage on streamed chunks",
+                "Non-final chunks carry `finish_reason: null` and `logprobs: null`, and every "
+                "chunk but the usage chunk `usage: null`; exactly one non-null finish_reason "
+                "per choice is required by a separate check.",
+            ),
+            self.stream_chunk_schema is not None,
+            self._relax_chunk_nulls,
+        )
+
+        # 6. OpenAPI 3.0 documents typing fields non-nullable that servers send as null.
+        self._apply(
+            Erratum(
+                "nscale-null-fields",
+                "null where an OpenAPI 3.0 document forbids it",
+                "logprobs, finish_reason, usage and param are non-nullable in the document "
+                "but commonly null: accepted by the schema check, reported at SHOULD level.",
+            ),
+            not self.is_31,
+            lambda: self._allow_null_fields(NULLED_FIELDS),
+        )
+
+        # 7. `data: [DONE]` terminates streams though it is in no schema: always recorded,
+        #    since the checks treat it as the terminator under every profile.
+        self._apply(
+            Erratum(
+                "done-sentinel",
+                "`data: [DONE]` is not JSON",
+                "The terminator is not in any event-stream schema; it is required exactly "
+                "once, last, and is not validated as a chunk.",
+            ),
+            self.stream_media_type is not None,
+            lambda: None,
+        )
+
+        # 8. `application/json; charset=utf-8`: accept the bare media type too.
+        self._apply(
+            Erratum(
+                "nscale-charset",
+                "media type with a charset parameter",
+                "The document declares `application/json; charset=utf-8`; the suite sends "
+                "that and accepts application/json with or without the parameter.",
+            ),
+            ";" in self.request_media_type or any(";" in m for m in self.json_media_types),
+            lambda: None,
+        )
+
+    def _rewrite_nullable(self) -> None:
+        def rewrite(node: Any) -> Any:
+            if isinstance(node, dict):
+                out = {k: rewrite(v) for k, v in node.items() if k != "nullable"}
+                return _allow_null(out) if node.get("nullable") is True else out
+            if isinstance(node, list):
+                return [rewrite(v) for v in node]
+            return node
+
+        self.request_schema = rewrite(self.request_schema)
+        self.response_schema = rewrite(self.response_schema)
+        self.error_schema = rewrite(self.error_schema)
+        if self.stream_chunk_schema is not None:
+            self.stream_chunk_schema = rewrite(self.stream_chunk_schema)
+
+    def _relax_chunk_nulls(self) -> None:
+        chunk = copy.deepcopy(self.stream_chunk_schema) or {}
+        props = chunk.get("properties") or {}
+        if "usage" in props:
+            props["usage"] = _allow_null(props["usage"])
+        items = (props.get("choices") or {}).get("items") or {}
+        for field in ("finish_reason", "logprobs"):
+            if field in (items.get("properties") or {}):
+                items["properties"][field] = _allow_null(items["properties"][field])
+        self.stream_chunk_schema = chunk
+
+    def _allow_null_fields(self, fields: tuple[str, ...]) -> None:
+        for schema in (self.response_schema, self.stream_chunk_schema, self.error_schema):
+            for node in _nodes(schema or {}):
+                props = node.get("properties")
+                if not isinstance(props, dict):
+                    continue
+                for field in fields:
+                    if field in props and props[field].get("nullable") is not True:
+                        props[field] = {**props[field], "nullable": True}
+
+    # -- queries ------------------------------------------------------------------------
+
+    @property
+    def request_properties(self) -> dict[str, Schema]:
+        props: dict[str, Schema] = self.request_schema.get("properties") or {}
+        return props
+
+    def is_declared(self, status: int) -> bool:
+        """Whether ``status`` is declared for the operation (``5XX`` ranges and default too)."""
+        code = str(status)
+        return (
+            code in self.declared_statuses
+            or f"{code[0]}XX" in self.declared_statuses
+            or "default" in self.declared_statuses
+        )
+
+    def media_types_for(self, status: int) -> tuple[str, ...]:
+        code = str(status)
+        for key in (code, f"{code[0]}XX", "default"):
+            if key in self.error_media_types:
+                return self.error_media_types[key]
+        return ()
+
+    def _validator(self, schema: Schema | None) -> Any:
+        if schema is None:
+            return None
+        if self.is_31:
+            return OAS31Validator(schema, format_checker=oas31_format_checker)
+        return OAS30Validator(schema, format_checker=oas30_format_checker)
+
+    @cached_property
+    def validators(self) -> dict[str, Any]:
+        """Compiled validators by kind: request, response, chunk, error."""
+        return {
+            "request": self._validator(self.request_schema),
+            "response": self._validator(self.response_schema),
+            "chunk": self._validator(self.stream_chunk_schema),
+            "error": self._validator(self.error_schema),
+        }
+
+    def validate(self, kind: str, instance: Any) -> str | None:
+        """Validate against the ``kind`` schema; return the most relevant problem or None."""
+        validator = self.validators[kind]
+        if validator is None:
+            return None
+        error = best_match(validator.iter_errors(instance))
+        return None if error is None else describe(error)
+
+
+def describe(error: ValidationError) -> str:
+    """One line naming where a validation error is and what it says."""
+    where = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    message = error.message if len(error.message) <= 200 else error.message[:200] + "..."
+    return f"at body{where}: {message}"

@@ -1,0 +1,25 @@
+"""Report writers: they read a run's Results and never recompute findings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conformance.results import Results
+from reports.junit import write_junit
+
+__all__ = ["write_all", "write_json", "write_junit"]
+
+
+def write_json(results: Results, path: Path) -> Path:
+    """The machine-readable results (schema: docs/results-schema.md)."""
+    path.write_text(results.dumps() + "\n", encoding="utf-8")
+    return path
+
+
+def write_all(results: Results, report_dir: Path) -> list[Path]:
+    """Write every report of a run into ``report_dir``; return the files written."""
+    report_dir.mkdir(parents=True, exist_ok=True)
+    return [
+        write_junit(results, report_dir / "junit.xml"),
+        write_json(results, report_dir / "results.json"),
+    ]
