@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from conformance.spec import Spec
 
 
-class Level(str, Enum):
+class Level(StrEnum):
     """How much a requirement weighs in the verdict (DESIGN.md)."""
 
     MUST = "MUST"

@@ -159,6 +159,10 @@ class Results:
             if f.outcome != "passed" and len(tally.examples) < MAX_EXAMPLES:
                 shown = shown or evidence(exchange)
                 tally.examples.append({"message": f.message, "outcome": f.outcome, **shown})
+        if exchange.case.mode in ("valid", "edge") and exchange.case.tags:
+            outcome = capability_outcome(exchange, findings)
+            for feature in sorted(exchange.case.tags):
+                self.note_capability(feature, outcome)
 
     def note_capability(self, feature: str, outcome: str) -> None:
         """Count how the target treated a declared feature: honoured, rejected or broke."""
@@ -229,15 +233,25 @@ class Results:
         return json.dumps(self.to_json(), indent=2, sort_keys=False)
 
 
+def capability_outcome(exchange: Exchange, findings: list[Finding]) -> str:
+    """How a valid request's features fared: honoured, rejected (proper 4xx) or broke."""
+    status = exchange.status
+    if status is not None and 400 <= status < 500 and status != 429:
+        return "rejected"
+    if status == 200 and not any(f.outcome == "failed" for f in findings):
+        return "honoured"
+    return "broke"
+
+
 def tokens_used(exchange: Exchange) -> int:
     """Tokens the target says it spent on this exchange (0 when it does not say)."""
     usage = None
-    if exchange.status == 200 and isinstance(exchange.json, dict):
-        usage = exchange.json.get("usage")
-    elif exchange.events:
+    if exchange.events is not None:
         for _, payload, _ in exchange.event_payloads():
             if isinstance(payload, dict) and isinstance(payload.get("usage"), dict):
                 usage = payload["usage"]
+    elif exchange.status == 200 and isinstance(exchange.json, dict):
+        usage = exchange.json.get("usage")
     if isinstance(usage, dict) and isinstance(usage.get("total_tokens"), int):
         return int(usage["total_tokens"])
     return 0

@@ -132,6 +132,11 @@ def _nodes(node: Any) -> Iterator[dict[str, Any]]:
             yield from _nodes(value)
 
 
+def _drop_key(nodes: list[dict[str, Any]], key: str) -> None:
+    for node in nodes:
+        node.pop(key, None)
+
+
 def _allow_null(schema: Schema) -> Schema:
     """A schema that accepts what ``schema`` accepts, and null."""
     return {"anyOf": [{"type": "null"}, schema]}
@@ -243,12 +248,12 @@ class Spec:
                 "is meant, so `type: object` is dropped.",
             ),
             bool(bad),
-            lambda: [n.pop("type") for n in bad],  # type: ignore[func-returns-value]
+            lambda: _drop_key(bad, "type"),
         )
 
         # 2. An event-stream schema typed as an array of chunks: each event is one item.
         chunk = self.stream_chunk_schema
-        is_array = bool(chunk) and chunk.get("type") == "array" and "items" in chunk  # type: ignore[union-attr]
+        is_array = chunk is not None and chunk.get("type") == "array" and "items" in chunk
 
         def per_event() -> None:
             self.stream_chunk_schema = chunk["items"]  # type: ignore[index]
@@ -300,7 +305,7 @@ class Spec:
                 "type forbids; the default is dropped (the `type: 'null'` branch allows null).",
             ),
             bool(null_defaults),
-            lambda: [n.pop("default") for n in null_defaults],  # type: ignore[func-returns-value]
+            lambda: _drop_key(null_defaults, "default"),
         )
 
         # 4. OpenAPI 3.0 `nullable` inside a 3.1 document.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, TypeGuard
 
 from conformance.requirements import Context, Violation
 
@@ -35,7 +35,7 @@ def choices_of(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [c for c in choices if isinstance(c, dict)]
 
 
-def is_int(value: Any) -> bool:
+def is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
