@@ -55,7 +55,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="Apply no errata: judge by the documents exactly as written.",
     )
-    add("--strict", action="store_true", help="SHOULD findings fail the run too.")
+    # pytest owns --strict, so the level switch has a longer name.
+    add("--strict-should", action="store_true", help="SHOULD findings fail the run too.")
     add(
         "--max-examples",
         type=int,
@@ -82,8 +83,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Token ids in token prompts are drawn below this (default 1000).",
     )
     add("--seed", type=int, default=0, help="Seed of request generation (default 0).")
+    # pytest-timeout owns --timeout, so the per-request bound has a longer name.
     add(
-        "--timeout",
+        "--request-timeout",
         type=float,
         default=30.0,
         help="Seconds to wait for the first byte of an answer (default 30).",
@@ -180,7 +182,7 @@ def pytest_configure(config: pytest.Config) -> None:
         max_tokens=opt.max_tokens,
         vocab_size=opt.vocab_size,
         seed=opt.seed,
-        strict=opt.strict,
+        strict=opt.strict_should,
         budget_requests=opt.budget_requests,
         budget_tokens=opt.budget_tokens,
         checks=checks,
@@ -205,7 +207,7 @@ def pytest_configure(config: pytest.Config) -> None:
         media_type=spec.request_media_type,
         extra_headers=_headers(opt.header),
         limits=Limits(
-            ttfb=opt.timeout,
+            ttfb=opt.request_timeout,
             gap=opt.stream_gap,
             total=opt.stream_total,
             max_bytes=opt.max_body_bytes,

@@ -399,12 +399,17 @@ class Spec:
         chunk = copy.deepcopy(self.stream_chunk_schema) or {}
         props = chunk.get("properties") or {}
         if "usage" in props:
-            props["usage"] = _allow_null(props["usage"])
+            props["usage"] = self._nullable(props["usage"])
         items = (props.get("choices") or {}).get("items") or {}
         for field in ("finish_reason", "logprobs"):
             if field in (items.get("properties") or {}):
-                items["properties"][field] = _allow_null(items["properties"][field])
+                items["properties"][field] = self._nullable(items["properties"][field])
         self.stream_chunk_schema = chunk
+
+    def _nullable(self, schema: Schema) -> Schema:
+        """``schema`` or null, in the dialect of this document."""
+        # OpenAPI 3.0 has no null type: its validators honour `nullable` instead.
+        return _allow_null(schema) if self.is_31 else {**schema, "nullable": True}
 
     def _allow_null_fields(self, fields: tuple[str, ...]) -> None:
         for schema in (self.response_schema, self.stream_chunk_schema, self.error_schema):

@@ -1,0 +1,130 @@
+"""The Spec model: loading, $ref resolution, errata applied (and switched off)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance.spec import SpecError, load_spec, resolve_refs
+
+NSCALE_ERRATA = {
+    "nscale-anyof-type-object",
+    "nscale-event-stream-array",
+    "stream-chunk-nulls",
+    "nscale-null-fields",
+    "done-sentinel",
+    "nscale-charset",
+}
+AIHUBMIX_ERRATA = {
+    "aihubmix-stream-media-type",
+    "aihubmix-stream-options-default-null",
+    "aihubmix-nullable",
+    "stream-chunk-nulls",
+    "done-sentinel",
+}
+CHUNK = {
+    "id": "cmpl-1",
+    "object": "text_completion",
+    "created": 1_700_000_000,
+    "model": "m",
+    "choices": [{"index": 0, "text": "hi", "logprobs": None, "finish_reason": None}],
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "errata"), [("nscale", NSCALE_ERRATA), ("aihubmix", AIHUBMIX_ERRATA)]
+)
+def test_errata_detected_from_the_documents(name: str, errata: set[str]) -> None:
+    assert {e.id for e in load_spec(name).errata} == errata
+    assert load_spec(name, strict=True).errata == []
+
+
+def test_nscale_prompt_is_satisfiable_only_with_errata() -> None:
+    body = {"model": "m", "prompt": "hello", "stop": ["a"]}
+    assert load_spec("nscale").validate("request", body) is None
+    problem = load_spec("nscale", strict=True).validate("request", body)
+    assert problem is not None and "object" in problem
+
+
+def test_nscale_stream_chunk_is_one_item_of_the_array() -> None:
+    spec = load_spec("nscale")
+    assert spec.validate("chunk", CHUNK) is None
+    assert "array" in str(load_spec("nscale", strict=True).validate("chunk", CHUNK))
+
+
+def test_aihubmix_stream_shares_the_response_shape() -> None:
+    spec = load_spec("aihubmix")
+    assert spec.stream_media_type == "text/event-stream"
+    assert spec.validate("chunk", CHUNK) is None
+    assert spec.validate("chunk", {**CHUNK, "object": "text_completion.chunk"}) is not None
+    assert load_spec("aihubmix", strict=True).stream_media_type is None
+
+
+def test_aihubmix_nullable_means_null_allowed() -> None:
+    body = {"model": "m", "prompt": None, "logprobs": None, "n": None}
+    assert load_spec("aihubmix").validate("request", body) is None
+    assert load_spec("aihubmix", strict=True).validate("request", body) is not None
+
+
+def test_non_final_chunk_nulls_allowed_but_not_in_responses() -> None:
+    spec = load_spec("aihubmix")
+    body = {**CHUNK, "usage": None}
+    assert spec.validate("chunk", body) is None
+    assert "finish_reason" in str(spec.validate("response", CHUNK))
+
+
+def test_nscale_null_fields_tolerated_by_schema() -> None:
+    spec = load_spec("nscale")
+    body = {**CHUNK, "usage": None}
+    assert spec.validate("response", body) is None
+    assert load_spec("nscale", strict=True).validate("response", body) is not None
+
+
+def test_declared_statuses_headers_and_security() -> None:
+    nscale, aihubmix = load_spec("nscale"), load_spec("aihubmix")
+    assert nscale.required_headers == ("INFERENCE-ID",)
+    assert nscale.request_media_type == "application/json; charset=utf-8"
+    assert nscale.is_declared(503) and not nscale.is_declared(422) and not nscale.is_declared(504)
+    assert aihubmix.is_declared(504) and aihubmix.is_declared(403)
+    assert not aihubmix.is_declared(422)
+    assert nscale.bearer_auth and aihubmix.bearer_auth
+    assert aihubmix.request_id_header == "X-Request-Id"
+    assert nscale.request_id_header is None
+
+
+def test_error_schemas() -> None:
+    nscale, aihubmix = load_spec("nscale"), load_spec("aihubmix")
+    assert nscale.validate("error", {"error": {"code": "x", "message": "m", "error_type": "t"}}) is None
+    assert nscale.validate("error", {"error": {"message": "m"}}) is not None
+    assert aihubmix.validate("error", {"error": {"message": "m", "code": 400}}) is None
+    assert aihubmix.validate("error", {"detail": "nope"}) is not None
+
+
+def test_bad_spec_inputs_raise_one_line_errors(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="unknown spec 'openai'"):
+        load_spec("openai")
+    with pytest.raises(SpecError, match="cannot read spec"):
+        load_spec(str(tmp_path / "missing.yaml"))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("openapi: 3.0.0\npaths: {}\n")
+    with pytest.raises(SpecError, match="no POST /v1/completions"):
+        load_spec(str(bad))
+    bad.write_text("{ not yaml")
+    with pytest.raises(SpecError, match="not valid YAML"):
+        load_spec(str(bad))
+
+
+def test_resolve_refs_inlines_and_refuses_cycles() -> None:
+    doc = {"a": {"$ref": "#/b"}, "b": {"type": "string"}}
+    assert resolve_refs(doc)["a"] == {"type": "string"}
+    with pytest.raises(SpecError, match="cycle"):
+        resolve_refs({"a": {"$ref": "#/a"}})
+    with pytest.raises(SpecError, match="points nowhere"):
+        resolve_refs({"a": {"$ref": "#/zzz"}})
+
+
+def test_spec_by_path_gets_the_same_errata(tmp_path: Path) -> None:
+    copy = tmp_path / "vendor.yaml"
+    copy.write_text(load_spec("nscale").path.read_text())
+    assert {e.id for e in load_spec(str(copy)).errata} == NSCALE_ERRATA
