@@ -355,6 +355,21 @@ class Spec:
             lambda: self._allow_null_fields(NULLED_FIELDS),
         )
 
+        # 10 (found by the reference target): with echo, the first prompt token has no
+        #    logprob; OpenAI sends null in token_logprobs and top_logprobs, which both
+        #    documents type as numbers / objects only.
+        self._apply(
+            Erratum(
+                "echo-first-logprob-null",
+                "null logprob for the first echoed token",
+                "With `echo`, the first prompt token has no logprob and OpenAI sends null in "
+                "token_logprobs[0] and top_logprobs[0]; the schema allows null items there and "
+                "LOGPROBS-VALUES allows it only for the first echoed token.",
+            ),
+            bool(self._logprobs_arrays()),
+            self._allow_null_logprob_items,
+        )
+
         # 7. `data: [DONE]` terminates streams though it is in no schema: always recorded,
         #    since the checks treat it as the terminator under every profile.
         self._apply(
@@ -405,6 +420,22 @@ class Spec:
             if field in (items.get("properties") or {}):
                 items["properties"][field] = self._nullable(items["properties"][field])
         self.stream_chunk_schema = chunk
+
+    def _logprobs_arrays(self) -> list[dict[str, Any]]:
+        """The token_logprobs / top_logprobs array schemas of the response schemas."""
+        return [
+            props[name]
+            for schema in (self.response_schema, self.stream_chunk_schema)
+            for node in _nodes(schema or {})
+            for props in [node.get("properties")]
+            if isinstance(props, dict) and "token_logprobs" in props
+            for name in ("token_logprobs", "top_logprobs")
+            if isinstance(props.get(name), dict) and "items" in props[name]
+        ]
+
+    def _allow_null_logprob_items(self) -> None:
+        for array in self._logprobs_arrays():
+            array["items"] = self._nullable(array["items"])
 
     def _nullable(self, schema: Schema) -> Schema:
         """``schema`` or null, in the dialect of this document."""

@@ -15,6 +15,7 @@ NSCALE_ERRATA = {
     "nscale-null-fields",
     "done-sentinel",
     "nscale-charset",
+    "echo-first-logprob-null",
 }
 AIHUBMIX_ERRATA = {
     "aihubmix-stream-media-type",
@@ -22,6 +23,7 @@ AIHUBMIX_ERRATA = {
     "aihubmix-nullable",
     "stream-chunk-nulls",
     "done-sentinel",
+    "echo-first-logprob-null",
 }
 CHUNK = {
     "id": "cmpl-1",
