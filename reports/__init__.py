@@ -1,13 +1,27 @@
-"""Report writers: they read a run's Results and never recompute findings."""
+"""Report writers: they read a run's Results and never recompute findings.
+
+``write_all`` is what the plugin calls at the end of a session; the single writers and the
+baseline comparison are public for tools that post-process ``results.json``.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from conformance.results import Results
+from reports.baseline import BaselineDiff, compare_to_baseline
+from reports.html import render_html, write_html
 from reports.junit import write_junit
 
-__all__ = ["write_all", "write_json", "write_junit"]
+__all__ = [
+    "BaselineDiff",
+    "compare_to_baseline",
+    "render_html",
+    "write_all",
+    "write_html",
+    "write_json",
+    "write_junit",
+]
 
 
 def write_json(results: Results, path: Path) -> Path:
@@ -21,5 +35,6 @@ def write_all(results: Results, report_dir: Path) -> list[Path]:
     report_dir.mkdir(parents=True, exist_ok=True)
     return [
         write_junit(results, report_dir / "junit.xml"),
+        write_html(results, report_dir / "report.html"),
         write_json(results, report_dir / "results.json"),
     ]

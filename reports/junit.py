@@ -1,74 +1,171 @@
-"""Requirement-centric JUnit XML: one testcase per requirement, evidence on failures."""
+"""Requirement-centric JUnit XML: one testcase per requirement, evidence on failures.
+
+Layout, chosen for what CI systems (Jenkins, GitLab, GitHub annotations) render well:
+``<testsuites>`` holding one ``<testsuite>``; each requirement is a ``<testcase>`` named by
+its stable ID with ``classname`` = its area, so runs line up across deploys. Failures that
+decide the verdict are ``<failure>``; findings that do not (SHOULD without ``--strict``,
+CAPABILITY) go to ``<system-out>`` so that the job stays green; untested requirements are
+``<skipped>``.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from conformance.results import Results, Tally
+from reports.summary import (
+    FAILED,
+    NOT_TESTED,
+    UNSUPPORTED,
+    WARNED,
+    is_strict,
+    ordered,
+    pretty_body,
+    status_of,
+    transcript_lines,
+    verdict_of,
+)
 
 MAX_SHOWN = 3
+MESSAGE_CHARS = 300
+
+# Characters XML 1.0 cannot carry at all, not even escaped: a target's body may hold them.
+_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def _failure_text(tally: Tally) -> str:
+def xml_safe(text: str) -> str:
+    """``text`` with characters that XML cannot carry shown as ``\\xNN`` escapes."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def example_text(example: Mapping[str, Any]) -> str:
+    """One exchange as plain text: problem, request, response or transcript, reproducer."""
+    request = example.get("request") or {}
+    label = example.get("case") or example.get("mode") or "exchange"
+    parts = [f"problem: {example.get('message', '')}", f"case: {label} ({example.get('mode')})"]
+    if example.get("breaks"):
+        parts.append(f"breaks: {example['breaks']}")
+    parts.append(f"request: {request.get('method', 'POST')} {request.get('url', '')}")
+    parts.append(pretty_body(str(request.get("body", ""))))
+    if example.get("transport_error"):
+        parts.append(f"transport error: {example['transport_error']}")
+    parts.append(f"status: {example.get('status')}")
+    headers = example.get("response_headers") or {}
+    if headers:
+        parts.append("response headers:")
+        parts += [f"  {name}: {value}" for name, value in headers.items()]
+    if example.get("transcript") is not None:
+        parts.append("SSE transcript:")
+        parts += [f"  {line}" for line in transcript_lines(example)]
+        if example.get("stream_error"):
+            parts.append(f"stream error: {example['stream_error']}")
+    else:
+        parts.append(f"response body: {example.get('body_excerpt', '')}")
+    parts.append(f"reproduce:\n  {example.get('curl', '')}")
+    return "\n".join(parts)
+
+
+def finding_text(tally: Tally, outcome: str) -> str:
+    """The requirement, how often it failed (or was declined), and the first examples."""
+    examples = [ex for ex in tally.examples if ex.get("outcome", "failed") == outcome]
+    count = tally.failed if outcome == "failed" else tally.unsupported
+    verb = "failed" if outcome == "failed" else "was declined"
     parts = [
         f"{tally.id} [{tally.level}] {tally.statement}",
         f"source: {tally.source}",
-        f"failed on {tally.failed} of {tally.checked} exchange(s)",
+        f"{verb} on {count} of {tally.checked} exchange(s); "
+        f"{min(len(examples), MAX_SHOWN)} example(s) below",
     ]
-    for i, ex in enumerate(tally.examples[:MAX_SHOWN], 1):
-        parts.append(f"\n--- example {i}: {ex.get('case') or ex.get('mode')} ---")
-        parts.append(f"problem: {ex['message']}")
-        parts.append(f"request: {ex['request']['body']}")
-        parts.append(f"status: {ex.get('status')}")
-        if ex.get("transcript") is not None:
-            lines = [f"  +{ev['at']:.3f}s data: {ev['data']}" for ev in ex["transcript"]]
-            parts.append("SSE transcript:\n" + "\n".join(lines))
-        else:
-            parts.append(f"response: {ex.get('body_excerpt', '')}")
-        parts.append(f"reproduce: {ex['curl']}")
+    for i, example in enumerate(examples[:MAX_SHOWN], 1):
+        parts.append(f"\n--- example {i} ---\n{example_text(example)}")
     return "\n".join(parts)
+
+
+def _first_message(tally: Tally) -> str:
+    for example in tally.examples:
+        if example.get("outcome", "failed") == "failed":
+            return str(example.get("message", ""))
+    return ""
+
+
+def _failure_message(tally: Tally) -> str:
+    """The one-line message CI shows next to the test name."""
+    first = " ".join(_first_message(tally).split())
+    text = f"failed on {tally.failed} of {tally.checked} exchange(s)"
+    text += f": {first}" if first else f": {tally.statement}"
+    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 1] + "…"
+
+
+def _property(parent: ET.Element, name: str, value: object) -> None:
+    ET.SubElement(parent, "property", name=name, value=xml_safe(str(value)))
+
+
+def _testcase(suite: ET.Element, tally: Tally, *, strict: bool) -> str:
+    """Append the testcase of ``tally`` and return its status."""
+    case = ET.SubElement(suite, "testcase", classname=tally.area, name=tally.id, time="0")
+    props = ET.SubElement(case, "properties")
+    for key in ("level", "source", "area", "statement", "checked", "failed", "unsupported"):
+        _property(props, key, getattr(tally, key))
+    status = status_of(tally, strict=strict)
+    if status == FAILED:
+        failure = ET.SubElement(
+            case, "failure", message=xml_safe(_failure_message(tally)), type=tally.level
+        )
+        failure.text = xml_safe(finding_text(tally, "failed"))
+    elif status == WARNED:
+        why = (
+            "not failing the run without --strict"
+            if tally.level == "SHOULD"
+            else (f"{tally.level} findings do not fail the run")
+        )
+        out = ET.SubElement(case, "system-out")
+        out.text = xml_safe(f"{tally.level} finding ({why}):\n{finding_text(tally, 'failed')}")
+    elif status == UNSUPPORTED:
+        out = ET.SubElement(case, "system-out")
+        out.text = xml_safe(
+            f"capability not offered by the target (not a failure):\n"
+            f"{finding_text(tally, 'unsupported')}"
+        )
+    elif status == NOT_TESTED:
+        ET.SubElement(case, "skipped", message="no exchange in this run was judged by it")
+    return status
+
+
+def build_junit(results: Results) -> ET.Element:
+    """The JUnit XML tree of ``results``."""
+    meta = results.meta
+    strict = is_strict(results)
+    name = f"conformance {meta.get('spec', '')} @ {meta.get('target', '')}".strip()
+    root = ET.Element("testsuites", name="completions conformance")
+    suite = ET.SubElement(root, "testsuite", name=xml_safe(name))
+    props = ET.SubElement(suite, "properties")
+    for key in ("target", "spec", "spec_title", "model", "seed", "strict", "strict_spec"):
+        if key in meta:
+            _property(props, key, meta[key])
+    _property(props, "verdict", verdict_of(results))
+    _property(props, "errata", ", ".join(str(e.get("id")) for e in meta.get("errata", [])))
+    _property(props, "spent", json.dumps(results.spent, sort_keys=True))
+    statuses = [_testcase(suite, t, strict=strict) for t in ordered(results.tallies.values())]
+    counts = {
+        "tests": str(len(statuses)),
+        "failures": str(statuses.count(FAILED)),
+        "errors": "0",
+        "skipped": str(statuses.count(NOT_TESTED)),
+        "time": str(meta.get("wall_time", 0)),
+    }
+    for element in (root, suite):
+        element.attrib.update(counts)
+    return root
 
 
 def write_junit(results: Results, path: Path) -> Path:
     """Write ``results`` as JUnit XML at ``path``."""
-    tallies = list(results.tallies.values())
-    meta = results.meta
-    suite = ET.Element(
-        "testsuite",
-        name=f"conformance {meta.get('spec', '')}",
-        tests=str(len(tallies)),
-        failures=str(sum(1 for t in tallies if t.failed and t.level != "CAPABILITY")),
-        skipped=str(sum(1 for t in tallies if not t.checked)),
-        time=str(meta.get("wall_time", 0)),
-    )
-    props = ET.SubElement(suite, "properties")
-    for key in ("target", "spec", "spec_title", "model", "seed", "verdict"):
-        ET.SubElement(props, "property", name=key, value=str(meta.get(key, "")))
-    ET.SubElement(
-        props, "property", name="errata", value=", ".join(e["id"] for e in meta.get("errata", []))
-    )
-    ET.SubElement(props, "property", name="spent", value=json.dumps(results.spent))
-    for tally in tallies:
-        case = ET.SubElement(
-            suite, "testcase", classname=f"conformance.{tally.area}", name=tally.id, time="0"
-        )
-        case_props = ET.SubElement(case, "properties")
-        for key in ("level", "area", "source", "statement"):
-            ET.SubElement(case_props, "property", name=key, value=str(getattr(tally, key)))
-        ET.SubElement(case_props, "property", name="checked", value=str(tally.checked))
-        if tally.failed and tally.level == "MUST":
-            failure = ET.SubElement(
-                case, "failure", message=f"{tally.id}: {tally.statement}", type=tally.level
-            )
-            failure.text = _failure_text(tally)
-        elif tally.failed:
-            # SHOULD findings are reported without failing the CI job.
-            out = ET.SubElement(case, "system-out")
-            out.text = _failure_text(tally)
-        elif not tally.checked:
-            ET.SubElement(case, "skipped", message="not tested in this run")
-    ET.indent(suite)
-    ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
+    root = build_junit(results)
+    ET.indent(root)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
     return path

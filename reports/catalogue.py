@@ -1,0 +1,83 @@
+"""The requirement catalogue (``docs/requirements.md``), generated from the registry.
+
+    python -m reports.catalogue            # print it
+    python -m reports.catalogue --write    # rewrite docs/requirements.md (run from the repo root)
+    python -m reports.catalogue --check    # exit 1 when docs/requirements.md is out of date
+
+``tests/test_reports.py`` fails when the file and the registry disagree, so the catalogue
+cannot drift as requirements are added.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+from conformance.requirements import REGISTRY, Requirement, load_checks
+from reports.summary import LEVELS, areas_of
+
+DEFAULT_PATH = Path("docs/requirements.md")
+COMMAND = "python -m reports.catalogue --write"
+
+
+def _cell(text: str) -> str:
+    # Registry text is ours, not the target's: only keep the table intact.
+    return " ".join(text.replace("|", "\\|").split())
+
+
+def render_catalogue() -> str:
+    """Every registered requirement (ID, level, area, statement, source), grouped by area."""
+    load_checks()
+    requirements: list[Requirement] = list(REGISTRY.values())
+    levels = Counter(r.level.value for r in requirements)
+    lines = [
+        "# Requirement catalogue",
+        "",
+        f"<!-- Generated from the requirement registry by `{COMMAND}`; do not edit. -->",
+        "",
+        f"{len(requirements)} requirements: "
+        + ", ".join(f"{levels.get(level, 0)} {level}" for level in LEVELS)
+        + ". A MUST failure fails the run; a SHOULD failure fails it only with `--strict`; "
+        "a CAPABILITY the target declines with a proper 4xx is not a failure "
+        '(see DESIGN.md, "Requirement levels"). IDs are stable: reports, baselines and '
+        "`--checks` / `--skip-checks` refer to them.",
+    ]
+    for area in areas_of(r.area for r in requirements):
+        in_area = sorted((r for r in requirements if r.area == area), key=lambda r: r.id)
+        if not in_area:
+            continue
+        lines += ["", f"## {area} ({len(in_area)})", ""]
+        lines += ["| ID | Level | Statement | Source |", "|---|---|---|---|"]
+        lines += [
+            f"| `{r.id}` | {r.level.value} | {_cell(r.statement)} | {_cell(r.source)} |"
+            for r in in_area
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print, write or check the catalogue."""
+    parser = argparse.ArgumentParser(prog="python -m reports.catalogue", description=__doc__)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help="rewrite the catalogue file")
+    mode.add_argument("--check", action="store_true", help="exit 1 when it is out of date")
+    parser.add_argument("--path", type=Path, default=DEFAULT_PATH, help=f"default {DEFAULT_PATH}")
+    args = parser.parse_args(argv)
+    text = render_catalogue()
+    if args.write:
+        args.path.write_text(text, encoding="utf-8")
+        print(f"wrote {args.path}")
+    elif args.check:
+        current = args.path.read_text(encoding="utf-8") if args.path.exists() else ""
+        if current != text:
+            print(f"{args.path} is out of date: run {COMMAND}", file=sys.stderr)
+            return 1
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

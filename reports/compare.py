@@ -1,0 +1,121 @@
+"""``conformance-compare``: several runs' results.json side by side, for choosing a vendor.
+
+    conformance-compare A.json B.json ... [--html OUT.html] [--md OUT.md] [--names a,b,...]
+
+Writes the requirement × target matrix, the capabilities side by side and a score per
+target as HTML and/or Markdown; with neither option, prints the Markdown. Bad input (a
+missing file, not JSON, another schema_version, not a results document) ends with one
+``conformance-compare: error: ...`` line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from conformance.results import RESULTS_SCHEMA_VERSION, Results
+from reports.markdown import comparison_markdown
+from reports.matrix import Comparison, compare
+from reports.render import render
+from reports.schema import schema_errors
+
+PROG = "conformance-compare"
+EXIT_BAD_INPUT = 2
+
+
+class InputError(Exception):
+    """An input file or option the comparison cannot use; the message says why."""
+
+
+def load_results(path: Path) -> Results:
+    """Read one ``results.json``; raise :class:`InputError` saying what is wrong with it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read it ({exc})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InputError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: not a conformance results file (a JSON object is expected)")
+    version = data.get("schema_version")
+    if version != RESULTS_SCHEMA_VERSION:
+        raise InputError(
+            f"{path}: results schema_version {version!r}, this tool reads {RESULTS_SCHEMA_VERSION}"
+        )
+    errors = schema_errors(data)
+    if errors:
+        raise InputError(f"{path}: not a conformance results file: {errors[0]}")
+    return Results.from_json(data)
+
+
+def display_names(paths: list[Path], runs: list[Results], names: str | None) -> list[str]:
+    """The column names: ``--names``, else each run's target, else the file names."""
+    if names is not None:
+        given = [n.strip() for n in names.split(",")]
+        if len(given) != len(paths) or not all(given):
+            raise InputError(
+                f"--names gives {len(given)} name(s) for {len(paths)} file(s); "
+                "give one non-empty name per file"
+            )
+        return given
+    targets = [str(r.meta.get("target") or p.stem) for p, r in zip(paths, runs, strict=True)]
+    if len(set(targets)) == len(targets):
+        return targets
+    # Same target twice (e.g. two runs of the embedded reference): tell them apart by file.
+    return [f"{t} ({p.name})" for t, p in zip(targets, paths, strict=True)]
+
+
+def comparison_html(comparison: Comparison) -> str:
+    """The comparison as one self-contained HTML document."""
+    return render("compare.html.j2", c=comparison, schema_version=RESULTS_SCHEMA_VERSION)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Compare conformance runs (results.json files) side by side.",
+    )
+    parser.add_argument("results", nargs="+", type=Path, metavar="RESULTS.json")
+    parser.add_argument("--html", type=Path, metavar="OUT.html", help="write the HTML matrix")
+    parser.add_argument("--md", type=Path, metavar="OUT.md", help="write the Markdown matrix")
+    parser.add_argument(
+        "--names", metavar="a,b,...", help="column names, one per file (default: the targets)"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command; return the exit status (0, or 2 on bad input)."""
+    args = _parser().parse_args(argv)
+    try:
+        runs = [load_results(path) for path in args.results]
+        names = display_names(args.results, runs, args.names)
+        comparison = compare(list(zip(names, runs, strict=True)))
+        markdown = comparison_markdown(comparison)
+        if args.html is not None:
+            _write(args.html, comparison_html(comparison))
+        if args.md is not None:
+            _write(args.md, markdown)
+    except InputError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.html is None and args.md is None:
+        sys.stdout.write(markdown)
+    return 0
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write it ({exc.strerror or exc})") from None
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,147 @@
+"""The HTML report: one self-contained, offline file for the people who read a run.
+
+A provider's team opens it when the gate fails (what broke, with a reproducer); a buyer
+opens it when choosing a vendor (verdict, scores, capabilities). All target-supplied text
+reaches the page through the autoescaping template, never through string concatenation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from conformance.results import RESULTS_SCHEMA_VERSION, Results, Tally
+from reports.render import render
+from reports.summary import (
+    FAILED,
+    LEVELS,
+    STATUS_LABELS,
+    WARNED,
+    by_area_and_level,
+    capability_verdict,
+    is_strict,
+    ordered,
+    pretty_body,
+    scores,
+    status_of,
+    transcript_lines,
+    verdict_of,
+)
+
+MAX_SHOWN = 3
+
+
+def anchor(requirement_id: str) -> str:
+    """The fragment id of a requirement's failure section."""
+    return "req-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in requirement_id)
+
+
+def example_view(example: Mapping[str, Any]) -> dict[str, Any]:
+    """One piece of evidence with every field present, bodies indented, transcript as lines."""
+    request = example.get("request") or {}
+    transcript = example.get("transcript")
+    return {
+        "message": str(example.get("message", "")),
+        "outcome": str(example.get("outcome", "failed")),
+        "case": str(example.get("case") or ""),
+        "mode": str(example.get("mode") or ""),
+        "breaks": example.get("breaks"),
+        "method": str(request.get("method", "POST")),
+        "url": str(request.get("url", "")),
+        "request_headers": sorted((request.get("headers") or {}).items()),
+        "request_body": pretty_body(str(request.get("body", ""))),
+        "status": example.get("status"),
+        "transport_error": example.get("transport_error"),
+        "response_headers": list((example.get("response_headers") or {}).items()),
+        "body_excerpt": pretty_body(str(example.get("body_excerpt", ""))),
+        "transcript": transcript_lines(example) if transcript is not None else None,
+        "stream_error": example.get("stream_error"),
+        "elapsed": example.get("elapsed"),
+        "curl": str(example.get("curl", "")),
+    }
+
+
+def requirement_view(tally: Tally, *, strict: bool) -> dict[str, Any]:
+    """A row of the requirement table, with its examples for the failure section."""
+    status = status_of(tally, strict=strict)
+    return {
+        "id": tally.id,
+        "anchor": anchor(tally.id),
+        "level": tally.level,
+        "area": tally.area,
+        "statement": tally.statement,
+        "source": tally.source,
+        "checked": tally.checked,
+        "failed": tally.failed,
+        "unsupported": tally.unsupported,
+        "status": status,
+        "label": STATUS_LABELS[status],
+        "examples": [
+            example_view(ex) for ex in tally.examples if ex.get("outcome", "failed") == "failed"
+        ][:MAX_SHOWN],
+    }
+
+
+def capability_rows(capabilities: Mapping[str, Mapping[str, int]]) -> list[dict[str, Any]]:
+    """The capability table: feature × honoured / rejected / broke, sorted by feature."""
+    return [
+        {
+            "feature": feature,
+            "honoured": counts.get("honoured", 0),
+            "rejected": counts.get("rejected", 0),
+            "broke": counts.get("broke", 0),
+            "verdict": capability_verdict(counts),
+        }
+        for feature, counts in sorted(capabilities.items())
+    ]
+
+
+def latency_table(entries: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    """Columns (every key, in order of first appearance) and rows of the latency table."""
+    columns: list[str] = []
+    for entry in entries:
+        columns += [key for key in entry if key not in columns]
+    return columns, [[entry.get(col, "") for col in columns] for entry in entries]
+
+
+def report_context(results: Results) -> dict[str, Any]:
+    """Everything the report template shows, computed from ``results`` alone."""
+    strict = is_strict(results)
+    rows = [requirement_view(t, strict=strict) for t in ordered(results.tallies.values())]
+    failures = [r for r in rows if r["status"] == FAILED] + [
+        r for r in rows if r["status"] == WARNED
+    ]
+    columns, latency_rows = latency_table(results.latency)
+    meta = results.meta
+    return {
+        "meta": meta,
+        "target": str(meta.get("target", "unknown target")),
+        "verdict": verdict_of(results),
+        "strict": strict,
+        "errata": list(meta.get("errata") or []),
+        "baseline": meta.get("baseline") or None,
+        "spent": results.spent,
+        "wall_time": meta.get("wall_time"),
+        "levels": LEVELS,
+        "summary": by_area_and_level(results),
+        "scores": scores(results),
+        "requirements": rows,
+        "deciding": sum(1 for r in rows if r["status"] == FAILED),
+        "failures": failures,
+        "capabilities": capability_rows(results.capabilities),
+        "latency_columns": columns,
+        "latency_rows": latency_rows,
+        "schema_version": RESULTS_SCHEMA_VERSION,
+    }
+
+
+def render_html(results: Results) -> str:
+    """The HTML report of ``results`` as one self-contained document."""
+    return render("report.html.j2", **report_context(results))
+
+
+def write_html(results: Results, path: Path) -> Path:
+    """Write the HTML report of ``results`` at ``path``."""
+    path.write_text(render_html(results), encoding="utf-8")
+    return path

@@ -1,0 +1,105 @@
+"""The comparison as GitHub-flavoured Markdown, for a CI job summary.
+
+Target-supplied text (target names, spec titles) can hold ``|``, newlines and markup; every
+cell goes through :func:`cell`, which keeps the table intact and the text inert.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from reports.matrix import FAIL, MISSING, PASS, UNTESTED, Cell, Comparison, Offer
+from reports.summary import LEVELS
+
+_ICON = {PASS: "✅ pass", FAIL: "❌ fail", MISSING: "⊘ unsupported", UNTESTED: "➖ not tested"}
+_VERDICT = {"passed": "✅ passed", "failed": "❌ failed"}
+_LEVEL_LABEL = {"MUST": "MUST passed", "SHOULD": "SHOULD passed", "CAPABILITY": "Capabilities"}
+
+
+def cell(text: object) -> str:
+    """``text`` made safe for a Markdown table cell: no HTML, no column breaks, one line."""
+    out = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    out = out.replace("\\", "\\\\").replace("|", "\\|")
+    return "<br>".join(out.splitlines()) if out else " "
+
+
+def table(header: Iterable[object], rows: Iterable[Iterable[object]]) -> list[str]:
+    """A Markdown table; every cell is escaped with :func:`cell`."""
+    head = [cell(h) for h in header]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def matrix_cell(c: Cell) -> str:
+    """``❌ fail 3/40`` and the like."""
+    return f"{_ICON[c.outcome]} {c.detail}".strip()
+
+
+def offer_cell(o: Offer) -> str:
+    """``honoured (3)``, or ``broke (2 honoured, 1 broke)`` when the outcomes differ."""
+    if not o.counts:
+        return o.verdict
+    if not o.mixed:
+        return f"{o.verdict} ({o.counts[0][1]})"
+    return f"{o.verdict} ({', '.join(f'{n} {k}' for k, n in o.counts)})"
+
+
+def comparison_markdown(comparison: Comparison) -> str:
+    """The whole comparison: scores, requirement matrix, capabilities, baseline diffs."""
+    names = [t.name for t in comparison.targets]
+    lines = ["# Completions conformance comparison", ""]
+    overview = [
+        ["Verdict", *(_VERDICT.get(t.verdict, t.verdict) for t in comparison.targets)],
+        *(
+            [_LEVEL_LABEL[level], *(t.scores[level].text() for t in comparison.targets)]
+            for level in LEVELS
+        ),
+        ["Spec", *(t.meta.get("spec", "") for t in comparison.targets)],
+        ["Model", *(t.meta.get("model", "") for t in comparison.targets)],
+        [
+            "Requests / tokens",
+            *(
+                f"{int(t.spent.get('requests', 0))} / {int(t.spent.get('tokens', 0))}"
+                for t in comparison.targets
+            ),
+        ],
+    ]
+    lines += table(["", *names], overview)
+    lines += [
+        "",
+        "Scores: share of tested requirements of that level that held on every exchange "
+        "judged (CAPABILITY: features offered, neither declined nor broken).",
+        "",
+        "## Requirements",
+        "",
+    ]
+    lines += table(
+        ["Requirement", "Level", "Area", *names],
+        (
+            [f"`{row.id}`", row.level, row.area, *(matrix_cell(c) for c in row.cells)]
+            for row in comparison.rows
+        ),
+    )
+    if comparison.capabilities:
+        lines += ["", "## Capabilities", ""]
+        lines += table(
+            ["Feature", *names],
+            (
+                [feature, *(offer_cell(o) for o in per_target)]
+                for feature, per_target in comparison.capabilities
+            ),
+        )
+    for target in comparison.targets:
+        if target.baseline:
+            lines += ["", f"## Baseline diff: {cell(target.name)}", ""]
+            lines += table(
+                ["New failures", "Known failures", "Fixed"],
+                [
+                    [
+                        ", ".join(target.baseline.get(k) or []) or "none"
+                        for k in ("new", "known", "fixed")
+                    ]
+                ],
+            )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,45 @@
+"""The Jinja environment shared by the HTML reports: package templates, autoescape on."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any
+
+import jinja2
+from markupsafe import Markup, escape
+
+_TICKS = re.compile(r"`([^`\n]+)`")
+
+
+def code_spans(text: object) -> Markup:
+    """``text`` escaped, then its `backticked` parts set as code (statements use them).
+
+    Escaping comes first, so the only markup in the result is the ``<code>`` we add.
+    """
+    return Markup(_TICKS.sub(r"<code>\1</code>", str(escape(text))))
+
+
+@cache
+def environment() -> jinja2.Environment:
+    """Templates from ``reports/templates``; every value is HTML-escaped unless marked safe.
+
+    Autoescape is on for every template, whatever its name: the data is target-supplied
+    (bodies, headers, error strings) and must never become markup. Undefined names raise,
+    so a template typo fails the tests instead of silently rendering an empty cell.
+    """
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("reports", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["code_spans"] = code_spans
+    return env
+
+
+def render(template: str, **context: Any) -> str:
+    """Render ``template`` from ``reports/templates`` with ``context``."""
+    return environment().get_template(template).render(**context)

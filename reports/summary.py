@@ -1,0 +1,192 @@
+"""What every report says about a run, derived once from its Results.
+
+Reports never recompute findings; they only classify the tallies the run recorded. The
+rules live here so that JUnit, HTML, Markdown and the comparison agree on what "failed",
+"skipped" and "score" mean.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.requirements import AREAS, Level
+from conformance.results import Results, Tally
+
+LEVELS = tuple(level.value for level in Level)
+OUTCOMES = ("honoured", "rejected", "broke")  # how a target treated a declared feature
+
+# Statuses of one requirement in one run, as the reports show them.
+PASSED = "passed"
+FAILED = "failed"  # failed, and the failure decides the verdict
+WARNED = "warned"  # failed, but its level does not decide the verdict (SHOULD without --strict)
+UNSUPPORTED = "unsupported"  # a CAPABILITY the target declined properly
+NOT_TESTED = "not-tested"
+
+STATUS_LABELS = {
+    PASSED: "pass",
+    FAILED: "fail",
+    WARNED: "fail (advisory)",
+    UNSUPPORTED: "unsupported",
+    NOT_TESTED: "not tested",
+}
+
+
+def is_strict(results: Results) -> bool:
+    """Whether SHOULD failures decide this run's verdict (``--strict``)."""
+    return bool(results.meta.get("strict"))
+
+
+def deciding_levels(*, strict: bool) -> frozenset[str]:
+    """The levels whose failures fail the run (DESIGN.md, "Requirement levels")."""
+    return frozenset({Level.MUST.value} | ({Level.SHOULD.value} if strict else set()))
+
+
+def status_of(tally: Tally, *, strict: bool) -> str:
+    """The report status of one requirement: failures first, then declines, then checks."""
+    if tally.failed:
+        return FAILED if tally.level in deciding_levels(strict=strict) else WARNED
+    if tally.unsupported:
+        return UNSUPPORTED
+    return PASSED if tally.checked else NOT_TESTED
+
+
+def verdict_of(results: Results) -> str:
+    """The run's verdict as recorded; derived from the deciding tallies when absent."""
+    recorded = results.meta.get("verdict")
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    return FAILED if results.failing(strict=is_strict(results)) else PASSED
+
+
+def area_rank(area: str) -> tuple[int, str]:
+    """Sort key that keeps the areas in DESIGN order and puts unknown ones last."""
+    return (AREAS.index(area), "") if area in AREAS else (len(AREAS), area)
+
+
+def ordered(tallies: Iterable[Tally]) -> list[Tally]:
+    """Tallies grouped by area; within an area, the registry (insertion) order is kept."""
+    return sorted(tallies, key=lambda t: area_rank(t.area))
+
+
+def areas_of(used: Iterable[str]) -> list[str]:
+    """Every area the DESIGN names, plus any other area in ``used``."""
+    extra = set(used) - set(AREAS)
+    return [*AREAS, *sorted(extra)]
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """How many requirements of one area and level passed, failed, were skipped.
+
+    ``failed`` counts every failed requirement; ``advisory`` says how many of those do not
+    decide the verdict, so a table can tell a blocking failure from a SHOULD finding.
+    """
+
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    unsupported: int = 0
+    advisory: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed + self.skipped + self.unsupported
+
+    def add(self, status: str) -> Counts:
+        """These counts with one more requirement of ``status``."""
+        return Counts(
+            passed=self.passed + (status == PASSED),
+            failed=self.failed + (status in (FAILED, WARNED)),
+            skipped=self.skipped + (status == NOT_TESTED),
+            unsupported=self.unsupported + (status == UNSUPPORTED),
+            advisory=self.advisory + (status == WARNED),
+        )
+
+
+def by_area_and_level(results: Results) -> dict[str, dict[str, Counts]]:
+    """Counts per area (rows) and level (columns), plus a ``total`` row and column."""
+    strict = is_strict(results)
+    columns = (*LEVELS, "total")
+    table = {
+        area: dict.fromkeys(columns, Counts())
+        for area in areas_of(t.area for t in results.tallies.values())
+    }
+    table["total"] = dict.fromkeys(columns, Counts())
+    for tally in results.tallies.values():
+        status = status_of(tally, strict=strict)
+        level = tally.level if tally.level in LEVELS else "total"
+        for row in (tally.area, "total"):
+            for col in {level, "total"}:
+                table[row][col] = table[row][col].add(status)
+    return table
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """Tested requirements of one level that held on every exchange judged."""
+
+    level: str
+    passed: int
+    tested: int
+
+    @property
+    def percent(self) -> float | None:
+        """Share passed, in percent; None when nothing of this level was tested."""
+        return 100.0 * self.passed / self.tested if self.tested else None
+
+    def text(self) -> str:
+        """``92% (11/12)``, or ``n/a`` when nothing was tested."""
+        pct = self.percent
+        return "n/a" if pct is None else f"{pct:.0f}% ({self.passed}/{self.tested})"
+
+
+def scores(results: Results) -> dict[str, Score]:
+    """One score per level; see docs/results-schema.md ("Scores") for the definition.
+
+    A requirement counts as tested when at least one exchange was judged by it, and as
+    passed when none of those failed. A single failing exchange fails the requirement:
+    conformance is not an average over requests. For CAPABILITY, "passed" means the
+    target supports the feature (neither declined it nor broke on it).
+    """
+    out = {}
+    for level in LEVELS:
+        tested = [t for t in results.tallies.values() if t.level == level and t.checked]
+        passed = [t for t in tested if not t.failed and not t.unsupported]
+        out[level] = Score(level, len(passed), len(tested))
+    return out
+
+
+def capability_verdict(counts: Mapping[str, int]) -> str:
+    """One word for how a target treated a feature; breaking it once outweighs the rest."""
+    if counts.get("broke"):
+        return "broke"
+    honoured, rejected = counts.get("honoured", 0), counts.get("rejected", 0)
+    if honoured and rejected:
+        return "mixed"
+    if rejected:
+        return "rejected"
+    return "honoured" if honoured else "not tested"
+
+
+def transcript_lines(example: Mapping[str, Any]) -> list[str]:
+    """The SSE transcript of an example as ``+0.012s data: ...`` lines."""
+    lines = []
+    for event in example.get("transcript") or []:
+        at = event.get("at")
+        stamp = f"+{at:.3f}s" if isinstance(at, int | float) else "+?"
+        lines.append(f"{stamp} data: {event.get('data', '')}")
+    shown, total = len(lines), example.get("events")
+    if isinstance(total, int) and total > shown:
+        lines.append(f"… {total - shown} more event(s) not kept")
+    return lines
+
+
+def pretty_body(text: str) -> str:
+    """A request or response body indented when it is JSON, verbatim otherwise."""
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except ValueError:
+        return text
