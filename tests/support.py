@@ -1,0 +1,84 @@
+"""Shared test helpers: reference targets with faults, and judging one case on them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.case import Case
+from conformance.client import Client, Limits
+from conformance.exchange import Exchange
+from conformance.reference import ReferenceServer
+from conformance.requirements import REGISTRY, load_checks
+from conformance.results import Finding, evaluate
+from conformance.spec import Spec, load_spec
+
+MODEL = "reference-model"
+API_KEY = "sk-test-" + "5ecret" * 4
+FAST_LIMITS = Limits(ttfb=5.0, gap=2.0, total=10.0)
+
+
+@dataclass
+class Target:
+    """A running reference target and a client pointed at it."""
+
+    spec: Spec
+    server: ReferenceServer
+    client: Client
+
+    def send(self, case: Case) -> Exchange:
+        return self.client.send(case)
+
+    def judge(self, case: Case, related: tuple[Exchange, ...] = ()) -> dict[str, Finding]:
+        """Send ``case`` and judge it; findings by requirement ID."""
+        return judge(self.spec, self.send(case), related)
+
+
+class Targets:
+    """Starts reference targets on demand, one per (flavor, faults), stopped at the end."""
+
+    def __init__(self) -> None:
+        self._running: dict[tuple[str, frozenset[str]], Target] = {}
+
+    def get(self, flavor: str, *faults: str, limits: Limits = FAST_LIMITS) -> Target:
+        key = (flavor, frozenset(faults))
+        if key not in self._running:
+            spec = load_spec(flavor)
+            server = ReferenceServer(flavor, api_key=API_KEY, faults=frozenset(faults))
+            url = server.start()
+            client = Client(url, api_key=API_KEY, media_type=spec.request_media_type, limits=limits)
+            self._running[key] = Target(spec, server, client)
+        return self._running[key]
+
+    def stop(self) -> None:
+        for target in self._running.values():
+            target.client.close()
+            target.server.stop()
+        self._running.clear()
+
+
+def judge(spec: Spec, exchange: Exchange, related: tuple[Exchange, ...] = ()) -> dict[str, Finding]:
+    load_checks()
+    return {f.requirement: f for f in evaluate(list(REGISTRY.values()), spec, exchange, related)}
+
+
+def failed(findings: dict[str, Finding]) -> set[str]:
+    return {rid for rid, f in findings.items() if f.outcome == "failed"}
+
+
+def must_failures(findings: dict[str, Finding]) -> set[str]:
+    return {rid for rid in failed(findings) if REGISTRY[rid].level.value == "MUST"}
+
+
+def case(mode: str = "valid", **body: Any) -> Case:
+    """A cheap, deterministic (temperature 0) request for the reference model."""
+    full = {"model": MODEL, "prompt": "Hello there", "max_tokens": 4, "temperature": 0, **body}
+    return Case(full, mode=mode, label=f"{mode} test case")  # type: ignore[arg-type]
+
+
+def all_failed(results: Iterable[dict[str, Finding]]) -> set[str]:
+    out: set[str] = set()
+    for findings in results:
+        out |= failed(findings)
+    return out
