@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from conformance.client import Client, Limits, Pacer, RetryPolicy
-from conformance.engine import ItemRun, Run, Settings
+from conformance.engine import EXIT_NO_VERDICT, ItemRun, Run, Settings
 from conformance.requirements import REGISTRY, load_checks
 from conformance.results import Results
-from conformance.spec import BUILTIN_SPECS, Spec, SpecError, load_spec
+from conformance.spec import BUILTIN_SPECS, SpecError, load_spec
 
 SUITE_DIR = Path(__file__).resolve().parent
 API_KEY_ENV = "CONFORMANCE_API_KEY"
@@ -321,7 +321,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     results = config.stash[RESULTS_KEY]
     results.meta["wall_time"] = round(time.time() - results.meta["started"], 3)
     run = config.stash[RUN_KEY]
-    results.meta["verdict"] = "failed" if results.failing(strict=run.settings.strict) else "passed"
+    results.meta["verdict"] = verdict(results, exitstatus, strict=run.settings.strict)
     from reports import write_all
 
     report_dir = Path(config.invocation_params.dir, config.option.report_dir)
@@ -339,5 +339,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             reporter.write_line(f"report: {path}")
 
 
-def spec_of(config: pytest.Config) -> Spec:
-    return config.stash[RUN_KEY].spec
+def verdict(results: Results, exitstatus: int, *, strict: bool) -> str:
+    """The run's one-word verdict, from its findings and pytest's exit status."""
+    if results.failing(strict=strict):
+        return "failed"
+    if exitstatus == EXIT_NO_VERDICT:
+        return "no-verdict"
+    if exitstatus != pytest.ExitCode.OK:
+        return "error"  # a suite test broke, collection failed, or the run was interrupted
+    return "passed" if results.spent["requests"] else "not-run"
