@@ -5,7 +5,7 @@ How the plugin's ``--baseline FILE`` uses it (the plugin owns the option and the
 1. load FILE with ``Results.from_json`` (a ``results.json`` of an accepted earlier run);
 2. ``diff = compare_to_baseline(results, baseline)`` at session end, before the verdict;
 3. the run fails only on ``diff.new`` requirements whose level decides the verdict (MUST,
-   and SHOULD under ``--strict``); ``diff.known`` failures are still reported in full but
+   and SHOULD under ``--strict-should``); ``diff.known`` failures are still reported in full but
    do not fail the run; ``diff.fixed`` is listed so the baseline can be refreshed;
 4. ``results.meta["baseline"] = diff.to_json() | {"file": str(FILE)}`` so that the HTML
    and Markdown reports show the three lists.

@@ -39,7 +39,7 @@ def render_catalogue() -> str:
         "",
         f"{len(requirements)} requirements: "
         + ", ".join(f"{levels.get(level, 0)} {level}" for level in LEVELS)
-        + ". A MUST failure fails the run; a SHOULD failure fails it only with `--strict`; "
+        + ". A MUST failure fails the run; a SHOULD failure fails it only with `--strict-should`; "
         "a CAPABILITY the target declines with a proper 4xx is not a failure "
         '(see DESIGN.md, "Requirement levels"). IDs are stable: reports, baselines and '
         "`--checks` / `--skip-checks` refer to them.",

@@ -3,7 +3,7 @@
 Layout, chosen for what CI systems (Jenkins, GitLab, GitHub annotations) render well:
 ``<testsuites>`` holding one ``<testsuite>``; each requirement is a ``<testcase>`` named by
 its stable ID with ``classname`` = its area, so runs line up across deploys. Failures that
-decide the verdict are ``<failure>``; findings that do not (SHOULD without ``--strict``,
+decide the verdict are ``<failure>``; findings that do not (SHOULD without ``--strict-should``,
 CAPABILITY) go to ``<system-out>`` so that the job stays green; untested requirements are
 ``<skipped>``.
 """
@@ -119,7 +119,7 @@ def _testcase(suite: ET.Element, tally: Tally, *, strict: bool) -> str:
         failure.text = xml_safe(finding_text(tally, "failed"))
     elif status == WARNED:
         why = (
-            "not failing the run without --strict"
+            "not failing the run without --strict-should"
             if tally.level == "SHOULD"
             else (f"{tally.level} findings do not fail the run")
         )

@@ -21,7 +21,9 @@ OUTCOMES = ("honoured", "rejected", "broke")  # how a target treated a declared 
 # Statuses of one requirement in one run, as the reports show them.
 PASSED = "passed"
 FAILED = "failed"  # failed, and the failure decides the verdict
-WARNED = "warned"  # failed, but its level does not decide the verdict (SHOULD without --strict)
+WARNED = (
+    "warned"  # failed, but its level does not decide the verdict (SHOULD without --strict-should)
+)
 UNSUPPORTED = "unsupported"  # a CAPABILITY the target declined properly
 NOT_TESTED = "not-tested"
 
@@ -35,7 +37,7 @@ STATUS_LABELS = {
 
 
 def is_strict(results: Results) -> bool:
-    """Whether SHOULD failures decide this run's verdict (``--strict``)."""
+    """Whether SHOULD failures decide this run's verdict (``--strict-should``)."""
     return bool(results.meta.get("strict"))
 
 

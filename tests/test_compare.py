@@ -1,0 +1,193 @@
+"""``conformance-compare``: the matrix, capabilities, scores, escaping and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.results import Results
+from reports.compare import main
+from reports.markdown import cell
+from reports.matrix import FAIL, MISSING, PASS, UNTESTED, compare
+
+
+def _tally(
+    rid: str, level: str, area: str, checked: int, failed: int = 0, unsupported: int = 0
+) -> dict[str, Any]:
+    return {
+        "id": rid,
+        "level": level,
+        "area": area,
+        "statement": f"statement of {rid}",
+        "source": "spec",
+        "checked": checked,
+        "failed": failed,
+        "unsupported": unsupported,
+        "examples": [],
+    }
+
+
+def _run(target: str, *, failing: bool, **meta: Any) -> dict[str, Any]:
+    """A results document: the failing target breaks a MUST and lacks a capability."""
+    requirements = [
+        _tally("RESP-SCHEMA", "MUST", "schema", 10),
+        _tally("STREAM-DONE-LAST", "MUST", "streaming", 4, failed=3 if failing else 0),
+        _tally("RESP-ID", "SHOULD", "semantics", 5),
+        _tally("CAP-ECHO", "CAPABILITY", "semantics", 2, unsupported=2 if failing else 0),
+    ]
+    if not failing:
+        requirements.append(_tally("AUTH-401", "MUST", "auth", 1))
+    return {
+        "schema_version": 1,
+        "meta": {
+            "target": target,
+            "spec": "aihubmix",
+            "model": "m",
+            "verdict": "failed" if failing else "passed",
+            **meta,
+        },
+        "spent": {"requests": 20, "tokens": 100, "retries": 0},
+        "requirements": requirements,
+        "capabilities": {"echo": {"rejected": 2}} if failing else {"echo": {"honoured": 2}},
+        "latency": [],
+    }
+
+
+@pytest.fixture
+def two_runs(tmp_path: Path) -> list[Path]:
+    paths = []
+    for name, failing in (("good", False), ("bad", True)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(_run(f"https://{name}.example", failing=failing)))
+        paths.append(path)
+    return paths
+
+
+def test_matrix_cells() -> None:
+    runs = [(n, Results.from_json(_run(n, failing=f))) for n, f in (("good", False), ("bad", True))]
+    rows = {row.id: [c.outcome for c in row.cells] for row in compare(runs).rows}
+    assert rows["RESP-SCHEMA"] == [PASS, PASS]
+    assert rows["STREAM-DONE-LAST"] == [PASS, FAIL]
+    assert rows["CAP-ECHO"] == [PASS, MISSING]
+    assert rows["AUTH-401"] == [PASS, UNTESTED]  # absent from the second run
+
+
+def test_markdown_matrix_capabilities_and_scores(two_runs: list[Path], tmp_path: Path) -> None:
+    out = tmp_path / "cmp.md"
+    assert main([*map(str, two_runs), "--md", str(out), "--names", "Good,Bad"]) == 0
+    md = out.read_text()
+    assert "| Requirement | Level | Area | Good | Bad |" in md
+    assert "| `STREAM-DONE-LAST` | MUST | streaming | ✅ pass | ❌ fail 3/4 |" in md
+    assert "| `CAP-ECHO` | CAPABILITY | semantics | ✅ pass | ⊘ unsupported |" in md
+    assert "| `AUTH-401` | MUST | auth | ✅ pass | ➖ not tested |" in md
+    assert "| echo | honoured (2) | rejected (2) |" in md
+    assert "| MUST passed | 100% (3/3) | 50% (1/2) |" in md
+    assert "| SHOULD passed | 100% (1/1) | 100% (1/1) |" in md
+    assert "| Verdict | ✅ passed | ❌ failed |" in md
+
+
+def test_html_matrix_capabilities_and_scores(two_runs: list[Path], tmp_path: Path) -> None:
+    out = tmp_path / "cmp.html"
+    assert main([*map(str, two_runs), "--html", str(out)]) == 0
+    page = out.read_text()
+    assert "https://good.example" in page and "https://bad.example" in page
+    assert "STREAM-DONE-LAST" in page
+    assert '>fail</span> <span class="muted">3/4</span>' in page
+    assert ">unsupported</span>" in page and ">not tested</span>" in page
+    assert "100%" in page and "50%" in page
+    assert "<script" not in page
+
+
+def test_without_outputs_prints_markdown(
+    two_runs: list[Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([str(p) for p in two_runs]) == 0
+    assert "# Completions conformance comparison" in capsys.readouterr().out
+
+
+def test_names_default_to_files_when_targets_repeat(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = []
+    for name in ("a", "b"):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(_run("same", failing=False)))
+        paths.append(str(path))
+    assert main(paths) == 0
+    assert "| same (a.json) | same (b.json) |" in capsys.readouterr().out
+
+
+def test_target_text_is_escaped_in_markdown_and_html(tmp_path: Path) -> None:
+    bad = 'evil|name\n<script>alert(1)</script> "><img src=x onerror=alert(1)>'
+    path = tmp_path / "evil.json"
+    path.write_text(json.dumps(_run(bad, failing=True, spec=bad, model=bad)))
+    md, html = tmp_path / "o.md", tmp_path / "o.html"
+    assert main([str(path), "--md", str(md), "--html", str(html)]) == 0
+    text = md.read_text()
+    assert "evil\\|name<br>&lt;script&gt;" in text
+    assert "<script" not in text and "<img" not in text
+    for line in text.splitlines():
+        if line.startswith("| Verdict"):
+            assert line.count(" | ") == 1  # two cells: the table is intact
+    page = html.read_text()
+    assert "<script" not in page and "<img" not in page
+
+
+def test_baseline_diff_is_shown(tmp_path: Path) -> None:
+    path = tmp_path / "run.json"
+    baseline = {"known": ["RESP-ID"], "new": ["STREAM-DONE-LAST"], "fixed": ["AUTH-401"]}
+    path.write_text(json.dumps(_run("t", failing=True, baseline=baseline)))
+    md, html = tmp_path / "o.md", tmp_path / "o.html"
+    assert main([str(path), "--md", str(md), "--html", str(html)]) == 0
+    assert "| STREAM-DONE-LAST | RESP-ID | AUTH-401 |" in md.read_text()
+    assert "Baseline diff" in html.read_text()
+
+
+@pytest.mark.parametrize(
+    ("content", "error"),
+    [
+        (None, "no such file"),
+        ("{not json", "not JSON"),
+        ("[1, 2]", "a JSON object is expected"),
+        ('{"schema_version": 2}', "schema_version 2, this tool reads 1"),
+        ('{"schema_version": 1, "meta": {}}', "not a conformance results file"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, error: str
+) -> None:
+    path = tmp_path / "in.json"
+    if content is not None:
+        path.write_text(content)
+    assert main([str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith("conformance-compare: error: ") and error in lines[0]
+    assert "Traceback" not in captured.err
+
+
+def test_names_must_match_the_files(
+    two_runs: list[Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*map(str, two_runs), "--names", "only-one"]) == 2
+    assert "--names gives 1 name(s) for 2 file(s)" in capsys.readouterr().err
+
+
+def test_unwritable_output_is_bad_input(
+    two_runs: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([str(two_runs[0]), "--md", str(tmp_path / "missing-dir" / "o.md")]) == 2
+    assert "cannot write it" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("a|b", "a\\|b"), ("x\ny", "x<br>y"), ("<b>&", "&lt;b&gt;&amp;"), ("", " ")],
+)
+def test_markdown_cell_escaping(text: str, expected: str) -> None:
+    assert cell(text) == expected

@@ -1,0 +1,347 @@
+"""The report writers: JUnit structure, HTML contents and escaping, JSON schema, baseline."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+import reports
+from conformance.case import Case
+from conformance.exchange import Exchange, Headers, SSEEvent
+from conformance.requirements import Level, Requirement
+from conformance.results import Finding, Results
+from reports.baseline import BaselineDiff, compare_to_baseline
+from reports.catalogue import render_catalogue
+from reports.html import render_html
+from reports.junit import build_junit
+from reports.schema import results_schema, schema_errors
+
+ROOT = Path(__file__).resolve().parent.parent
+XSS = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>']
+
+
+def _req(rid: str, level: Level, area: str) -> Requirement:
+    return Requirement(
+        rid, level, area, f"statement of {rid}", f"source of {rid}", lambda _: None, lambda _: True
+    )
+
+
+REQS = [
+    _req("MUST-PASS", Level.MUST, "schema"),
+    _req("MUST-FAIL", Level.MUST, "streaming"),
+    _req("SHOULD-FAIL", Level.SHOULD, "semantics"),
+    _req("CAP-DECLINED", Level.CAPABILITY, "semantics"),
+    _req("MUST-UNTESTED", Level.MUST, "auth"),
+]
+
+
+def _exchange(*, stream: bool = False, body: bytes = b'{"id":"x"}', text: str = "hi") -> Exchange:
+    case = Case({"model": "m", "prompt": text, "max_tokens": 4, "stream": stream}, label="gen")
+    events = [SSEEvent('{"choices":[]}', at=0.012), SSEEvent("[DONE]", at=0.05)] if stream else None
+    return Exchange(
+        case=case,
+        url="https://target.example/v1/completions",
+        request_headers={"Content-Type": "application/json", "Authorization": "[REDACTED]"},
+        request_body=json.dumps(case.body).encode(),
+        status=200,
+        headers=Headers([("content-type", "text/event-stream" if stream else "application/json")]),
+        body=body,
+        events=events,
+        elapsed=0.05,
+    )
+
+
+def make_results(**meta: object) -> Results:
+    """One of each status: pass, MUST fail (streamed), SHOULD fail, declined, untested."""
+    results = Results.for_requirements(REQS)
+    results.record(_exchange(), [Finding("MUST-PASS", "passed")])
+    for _ in range(5):
+        results.record(
+            _exchange(stream=True),
+            [Finding("MUST-PASS", "passed"), Finding("MUST-FAIL", "failed", "no [DONE] at end")],
+        )
+    results.record(_exchange(), [Finding("SHOULD-FAIL", "failed", "id is empty")])
+    results.record(_exchange(), [Finding("CAP-DECLINED", "unsupported", "declined with 400")])
+    results.capabilities = {"echo": {"rejected": 1}, "best_of": {"honoured": 2, "broke": 1}}
+    results.latency = [{"case": "stream", "ttfb_s": 0.012, "total_s": 0.05}]
+    results.meta.update(
+        target="https://target.example",
+        spec="aihubmix",
+        spec_title="AIHubMix 1.0",
+        errata=[{"id": "ERRATUM-1", "title": "Erratum title", "detail": "Erratum detail"}],
+        model="m",
+        seed=0,
+        wall_time=1.5,
+        verdict="failed",
+        **meta,
+    )
+    return results
+
+
+def test_all_is_sorted_and_public() -> None:
+    assert reports.__all__ == sorted(reports.__all__)
+    for name in reports.__all__:
+        assert hasattr(reports, name), name
+
+
+def test_write_all_writes_three_files(tmp_path: Path) -> None:
+    written = reports.write_all(make_results(), tmp_path / "out")
+    assert sorted(p.name for p in written) == ["junit.xml", "report.html", "results.json"]
+    assert all(p.stat().st_size > 0 for p in written)
+
+
+# --- JUnit -------------------------------------------------------------------------------
+
+
+def _cases(results: Results) -> dict[str, ET.Element]:
+    root = ET.fromstring(ET.tostring(build_junit(results)))
+    return {case.get("name", ""): case for case in root.iter("testcase")}
+
+
+def test_junit_parses_and_has_one_testcase_per_requirement(tmp_path: Path) -> None:
+    path = reports.write_junit(make_results(), tmp_path / "junit.xml")
+    root = ET.parse(path).getroot()
+    assert root.tag == "testsuites"
+    (suite,) = root.findall("testsuite")
+    cases = suite.findall("testcase")
+    assert [c.get("name") for c in cases] == [
+        "MUST-PASS",
+        "SHOULD-FAIL",
+        "CAP-DECLINED",
+        "MUST-FAIL",
+        "MUST-UNTESTED",
+    ]  # grouped by area in DESIGN order
+    assert {c.get("name"): c.get("classname") for c in cases}["MUST-FAIL"] == "streaming"
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("5", "1", "1")
+    assert root.get("failures") == "1"
+    props = {p.get("name"): p.get("value") for p in cases[0].iter("property")}
+    assert props["level"] == "MUST"
+    assert props["source"] == "source of MUST-PASS"
+
+
+def test_junit_must_failure_carries_statement_evidence_and_curl() -> None:
+    failure = _cases(make_results())["MUST-FAIL"].find("failure")
+    assert failure is not None
+    assert failure.get("type") == "MUST"
+    assert "failed on 5 of 5" in failure.get("message", "")
+    text = failure.text or ""
+    assert "statement of MUST-FAIL" in text
+    assert "problem: no [DONE] at end" in text
+    assert '"max_tokens": 4' in text  # the request body
+    assert '+0.012s data: {"choices":[]}' in text  # the SSE transcript with timings
+    assert "$CONFORMANCE_API_KEY" in text
+    assert text.count("--- example") == 3  # the first few, not all five
+
+
+def test_junit_should_failure_is_output_unless_strict() -> None:
+    lenient = _cases(make_results())["SHOULD-FAIL"]
+    assert lenient.find("failure") is None
+    assert "id is empty" in (lenient.findtext("system-out") or "")
+    strict = _cases(make_results(strict=True))["SHOULD-FAIL"]
+    assert strict.find("failure") is not None
+
+
+def test_junit_untested_is_skipped_and_declined_capability_is_not_a_failure() -> None:
+    cases = _cases(make_results())
+    assert cases["MUST-UNTESTED"].find("skipped") is not None
+    declined = cases["CAP-DECLINED"]
+    assert declined.find("failure") is None and declined.find("skipped") is None
+    assert "declined with 400" in (declined.findtext("system-out") or "")
+    assert cases["MUST-PASS"].find("failure") is None
+
+
+def test_junit_survives_characters_xml_cannot_carry(tmp_path: Path) -> None:
+    results = Results.for_requirements(REQS)
+    results.record(
+        _exchange(body=b"\x00\x1b[31mboom\x07 <&>"),
+        [Finding("MUST-FAIL", "failed", "bad \x0c byte")],
+    )
+    path = reports.write_junit(results, tmp_path / "junit.xml")
+    failure = ET.parse(path).getroot().find(".//failure")
+    assert failure is not None
+    text = failure.text or ""
+    assert "\\x00\\x1b[31mboom\\x07 <&>" in text
+    assert "bad \\x0c byte" in text
+
+
+# --- HTML --------------------------------------------------------------------------------
+
+
+def test_html_shows_run_summary_failures_and_tables() -> None:
+    page = render_html(make_results())
+    for expected in [
+        "https://target.example",
+        "aihubmix",
+        "AIHubMix 1.0",
+        "ERRATUM-1",
+        "Erratum title",
+        "Erratum detail",
+        'class="word">failed<',
+        "Summary by area and level",
+        "statement of MUST-FAIL",
+        "no [DONE] at end",
+        "+0.012s data: {&#34;choices&#34;:[]}",
+        "$CONFORMANCE_API_KEY",
+        "content-type: text/event-stream",
+        "best_of",
+        "Streaming latency",
+        "ttfb_s",
+    ]:
+        assert expected in page, expected
+    for area in ("transport", "schema", "semantics", "streaming", "errors", "auth", "sdk"):
+        assert f"<td>{area}</td>" in page
+    # Requests, tokens, retries and wall time.
+    assert re.search(r"Requests</div><div class=\"v\">8<", page)
+    assert "1.5 s" in page
+
+
+def test_html_is_self_contained() -> None:
+    page = render_html(make_results())
+    assert not re.search(
+        r"<(script|link|img|iframe)\b", page.replace('<link rel="icon" href="data:,">', "")
+    )
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
+    assert "<style>" in page
+
+
+def test_html_without_latency_has_no_latency_table() -> None:
+    results = make_results()
+    results.latency = []
+    assert "Streaming latency" not in render_html(results)
+
+
+def test_html_escapes_everything_the_target_supplies() -> None:
+    bad = " ".join(XSS)
+    results = Results.for_requirements(REQS)
+    case = Case({"model": bad, "prompt": bad, "stream": True}, label=bad, breaks=bad)
+    exchange = Exchange(
+        case=case,
+        url="https://target.example/" + bad,
+        request_headers={bad: bad},
+        request_body=bad.encode(),
+        status=200,
+        headers=Headers([(bad, bad)]),
+        body=bad.encode(),
+        events=[SSEEvent(bad, at=0.1)],
+        stream_error=bad,
+        transport_error=bad,
+    )
+    plain = Exchange(
+        case=case,
+        url="https://target.example/",
+        request_headers={},
+        request_body=bad.encode(),
+        status=400,
+        headers=Headers([(bad, bad)]),
+        body=json.dumps({"error": {"message": bad}}).encode(),  # pretty-printed, then escaped
+    )
+    results.record(exchange, [Finding("MUST-FAIL", "failed", bad)])
+    results.record(plain, [Finding("SHOULD-FAIL", "failed", bad)])
+    results.capabilities = {bad: {"honoured": 1}}
+    results.latency = [{bad: bad}]
+    results.meta.update(
+        target=bad,
+        spec=bad,
+        spec_title=bad,
+        model=bad,
+        seed=bad,
+        verdict="failed",
+        errata=[{"id": bad, "title": bad, "detail": bad}],
+        baseline={"known": [bad], "new": [bad], "fixed": [bad]},
+    )
+    page = render_html(results)
+    assert "<script" not in page
+    assert "<img" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "&#34;message&#34;: &#34;&lt;script&gt;" in page  # the JSON body excerpt
+    assert "+0.100s data: &lt;script&gt;" in page  # the transcript
+
+
+def test_html_shows_the_baseline_diff() -> None:
+    diff = BaselineDiff(known=("A",), new=("B-NEW",), fixed=("C-FIXED",))
+    page = render_html(make_results(baseline=diff.to_json()))
+    assert "Compared with the baseline" in page
+    assert "B-NEW" in page and "C-FIXED" in page
+
+
+# --- JSON --------------------------------------------------------------------------------
+
+
+def test_results_json_validates_against_the_schema(tmp_path: Path) -> None:
+    path = reports.write_json(make_results(strict=False), tmp_path / "results.json")
+    data = json.loads(path.read_text())
+    assert schema_errors(data) == []
+    assert Results.from_json(data).to_json() == data
+
+
+def test_the_schema_rejects_what_is_not_results() -> None:
+    data = make_results().to_json()
+    data["requirements"][0]["level"] = "MAY"
+    del data["spent"]["tokens"]
+    errors = schema_errors(data)
+    assert any("MAY" in e for e in errors) and any("tokens" in e for e in errors)
+    assert schema_errors({**make_results().to_json(), "schema_version": 2})
+    assert results_schema()["properties"]["schema_version"] == {"const": 1}
+
+
+def test_the_documented_example_validates() -> None:
+    doc = (ROOT / "docs" / "results-schema.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```json\n(.*?)```", doc, re.S)
+    assert blocks, "docs/results-schema.md has no ```json example"
+    assert schema_errors(json.loads(blocks[0])) == []
+
+
+# --- baseline ----------------------------------------------------------------------------
+
+
+def _tallied(**outcomes: str) -> Results:
+    results = Results.for_requirements([_req(rid, Level.MUST, "schema") for rid in "ABCDE"])
+    for rid, outcome in outcomes.items():
+        results.record(_exchange(), [Finding(rid, outcome, "why")])
+    return results
+
+
+def test_baseline_known_new_fixed() -> None:
+    baseline = _tallied(A="failed", B="failed", C="passed", E="failed")
+    current = _tallied(A="failed", B="passed", C="failed", D="passed")
+    diff = compare_to_baseline(current, baseline)
+    assert diff == BaselineDiff(known=("A",), new=("C",), fixed=("B",), unverified=("E",))
+    assert diff.to_json() == {"known": ["A"], "new": ["C"], "fixed": ["B"], "unverified": ["E"]}
+
+
+def test_baseline_of_a_clean_run_against_itself_is_empty() -> None:
+    run = _tallied(A="passed")
+    assert compare_to_baseline(run, run) == BaselineDiff()
+
+
+# --- catalogue ---------------------------------------------------------------------------
+
+
+def test_requirement_catalogue_is_up_to_date() -> None:
+    path = ROOT / "docs" / "requirements.md"
+    current = path.read_text(encoding="utf-8") if path.exists() else ""
+    assert current == render_catalogue(), (
+        "docs/requirements.md is out of date with the requirement registry: "
+        "run `python -m reports.catalogue --write` from the repository root"
+    )
+
+
+def test_catalogue_lists_every_registered_requirement() -> None:
+    from conformance.requirements import REGISTRY
+
+    text = render_catalogue()
+    for rid, req in REGISTRY.items():
+        assert f"| `{rid}` | {req.level.value} |" in text
+
+
+@pytest.mark.parametrize("text", ["a|b", "two\nlines"])
+def test_catalogue_cells_keep_the_table_intact(text: str) -> None:
+    from reports.catalogue import _cell
+
+    assert "\n" not in _cell(text)
+    assert "|" not in _cell(text).replace("\\|", "")
