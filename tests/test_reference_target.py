@@ -360,6 +360,17 @@ def test_stream_framing_and_include_usage(post: Post, server: ReferenceServer) -
     assert all(c["choices"][0].get("finish_reason") for c in last_index_chunk.values())
 
 
+def test_non_final_chunks_null_or_omit_finish_reason(post: Post, server: ReferenceServer) -> None:
+    chunks = chunks_of(post({"prompt": LONG, "max_tokens": 4, "stream": True}).text)
+    for chunk in chunks[:-1]:
+        choice = chunk["choices"][0]
+        if server.flavor == "nscale":
+            assert "finish_reason" not in choice and "logprobs" not in choice
+        else:
+            assert choice["finish_reason"] is None and choice["logprobs"] is None
+    assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+
+
 def test_stream_text_equals_non_streamed_text(post: Post) -> None:
     common = {"prompt": [LONG, "other"], "n": 2, "max_tokens": 6, "temperature": 0, "echo": True}
     body = complete(post, **common)
@@ -383,7 +394,7 @@ def test_stream_without_include_usage_has_no_usage(post: Post) -> None:
 
 # --- errors, auth, headers -----------------------------------------------------------------
 
-COMMON_INVALID = [
+COMMON_INVALID: list[tuple[dict[str, Any], str]] = [
     ({"prompt": "x", "n": 0}, "n"),
     ({"prompt": "x", "n": True}, "n"),
     ({"prompt": "x", "n": 1.5}, "n"),
@@ -414,7 +425,7 @@ COMMON_INVALID = [
     ({"prompt": True}, "prompt"),
     ({}, "prompt"),
 ]
-AIHUBMIX_ONLY_INVALID = [
+AIHUBMIX_ONLY_INVALID: list[tuple[dict[str, Any], str]] = [
     ({"prompt": "x", "temperature": 2.5}, "temperature"),
     ({"prompt": "x", "presence_penalty": -3}, "presence_penalty"),
     ({"prompt": "x", "frequency_penalty": 2.1}, "frequency_penalty"),
@@ -469,6 +480,16 @@ def test_aihubmix_schema_bounds(
 )
 def test_bodies_that_are_not_json_objects(post: Post, server: ReferenceServer, raw: bytes) -> None:
     check_envelope(post(raw=raw), server.flavor, 400, None)
+
+
+def test_context_length_is_enforced(post: Post, server: ReferenceServer) -> None:
+    long_prompt = " word" * 8190
+    check_envelope(post({"prompt": long_prompt}), server.flavor, 400, "prompt")
+    check_envelope(post({"prompt": "x", "max_tokens": 10**9}), server.flavor, 400, "max_tokens")
+
+
+def test_too_many_completions_is_400(post: Post, server: ReferenceServer) -> None:
+    check_envelope(post({"prompt": ["x"] * 21, "n": 128}), server.flavor, 400, "n")
 
 
 def test_missing_model_is_400(post: Post, server: ReferenceServer) -> None:
@@ -874,6 +895,18 @@ def test_fault_causes_its_violation(fault: str) -> None:
     assert not PROBES[fault](conformant), f"the probe for {fault} fires on the conformant target"
     faulted = Probe(create_app("aihubmix", api_key=KEY, models=(MODEL,), faults=frozenset({fault})))
     assert PROBES[fault](faulted), f"{fault} did not change the behaviour its probe looks for"
+
+
+@pytest.mark.parametrize("flavor", sorted(FLAVORS))
+def test_accepts_invalid_answers_every_invalid_request(flavor: str) -> None:
+    app = create_app(flavor, api_key=KEY, models=(MODEL,), faults=frozenset({"accepts-invalid"}))
+    p = Probe(app)
+    for body, _ in [*COMMON_INVALID, *AIHUBMIX_ONLY_INVALID]:
+        response = p.client.post("/v1/completions", json={"model": MODEL, **body}, headers=AUTH)
+        assert response.status_code == 200, (body, response.text)
+    for raw in (b"not json", b"[1]", b'{"prompt": "no model"}'):
+        response = p.client.post("/v1/completions", content=raw, headers=AUTH)
+        assert response.status_code == 200, (raw, response.text)
 
 
 @pytest.mark.parametrize(

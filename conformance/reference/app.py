@@ -23,7 +23,7 @@ import math
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from starlette.applications import Starlette
@@ -69,6 +69,8 @@ class Flavor:
     nullable: bool
     #: Enforce the numeric bounds the AIHubMix schema declares.
     schema_bounds: bool
+    #: ``stream_options`` must carry ``include_usage`` (Nscale's schema requires it).
+    include_usage_required: bool
     #: Omit logprobs / finish_reason / usage / param instead of sending null (Nscale's
     #: schema declares them non-nullable; omitting them is conformant).
     omit_nulls: bool
@@ -82,6 +84,7 @@ FLAVORS: Mapping[str, Flavor] = {
         request_id_header="X-Request-Id",
         nullable=True,
         schema_bounds=True,
+        include_usage_required=False,
         omit_nulls=False,
     ),
     "nscale": Flavor(
@@ -91,6 +94,7 @@ FLAVORS: Mapping[str, Flavor] = {
         request_id_header="INFERENCE-ID",
         nullable=False,
         schema_bounds=False,
+        include_usage_required=True,
         omit_nulls=True,
     ),
 }
@@ -396,17 +400,16 @@ def _stop(reader: _Reader) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _include_usage(reader: _Reader) -> tuple[bool, bool]:
-    """Parse ``stream_options``: (whether it was given, include_usage)."""
+def _include_usage(reader: _Reader) -> bool:
+    """Parse ``stream_options`` and return its ``include_usage``."""
     value = reader.raw("stream_options")
     if value is _MISSING:
-        return False, False
+        return False
     if not isinstance(value, dict):
         reader.reject(_type_error("stream_options", "an object", value))
-        return False, False
+        return False
     options = _Reader(value, reader.flavor, lenient=reader.lenient)
-    if "include_usage" not in value and not reader.flavor.nullable:
-        # The Nscale schema makes include_usage required inside stream_options.
+    if "include_usage" not in value and reader.flavor.include_usage_required:
         reader.reject(
             ApiError(
                 400,
@@ -421,7 +424,7 @@ def _include_usage(reader: _Reader) -> tuple[bool, bool]:
     except ApiError as exc:
         exc.param = f"stream_options.{exc.param}"
         raise
-    return True, include
+    return include
 
 
 def _logit_bias(reader: _Reader) -> None:
@@ -449,16 +452,14 @@ def _logit_bias(reader: _Reader) -> None:
             return
 
 
-def parse_request(
-    raw: bytes, flavor: Flavor, *, lenient: bool = False, default_model: str = ""
-) -> CompletionRequest:
-    """Parse and validate a request body, raising ``ApiError`` (400) on the first problem."""
+def _body_object(raw: bytes, *, lenient: bool) -> dict[str, Any]:
+    """The request body, which must be a JSON object."""
     try:
         body = _parse_json(raw)
     except ApiError:
         if not lenient:
             raise
-        body = {}
+        return {}
     if not isinstance(body, dict):
         if not lenient:
             raise ApiError(
@@ -466,35 +467,41 @@ def parse_request(
                 f"The request body must be a JSON object, not {_kind(body)}.",
                 code="invalid_type",
             )
-        body = {}
-    reader = _Reader(body, flavor, lenient=lenient)
-    bounded = flavor.schema_bounds
+        return {}
+    return body
 
-    model_name = body.get("model", _MISSING)
-    if not isinstance(model_name, str):
-        if model_name is _MISSING:
-            reader.reject(
-                ApiError(
-                    400,
-                    "You must provide a 'model' parameter.",
-                    code="missing_required_parameter",
-                    param="model",
-                )
+
+def _model_name(reader: _Reader, default: str) -> str:
+    """The required ``model`` string."""
+    value = reader.body.get("model", _MISSING)
+    if isinstance(value, str):
+        return value
+    if value is _MISSING:
+        reader.reject(
+            ApiError(
+                400,
+                "You must provide a 'model' parameter.",
+                code="missing_required_parameter",
+                param="model",
             )
-        else:
-            reader.reject(_type_error("model", "a string", model_name))
-        model_name = default_model
-    prompts, token_prompt = _prompts(reader)
+        )
+    else:
+        reader.reject(_type_error("model", "a string", value))
+    return default
 
+
+def _read_fields(reader: _Reader, default_model: str) -> CompletionRequest:
+    """Read and type-check every field on its own, in a fixed order."""
+    bounded = reader.flavor.schema_bounds
+    model_name = _model_name(reader, default_model)
+    prompts, token_prompt = _prompts(reader)
     max_tokens = reader.integer("max_tokens", DEFAULT_MAX_TOKENS, lo=0)
-    assert max_tokens is not None
     # Temperature below 0 and top_p outside [0, 1] mean nothing in any flavor.
     temperature = reader.number("temperature", 1.0, lo=0.0, hi=2.0 if bounded else None)
     top_p = reader.number("top_p", 1.0, lo=0.0, hi=1.0)
     for penalty in ("frequency_penalty", "presence_penalty"):
         reader.number(penalty, 0.0, lo=-2.0 if bounded else None, hi=2.0 if bounded else None)
     n = reader.integer("n", 1, lo=1, hi=128)
-    assert n is not None
     # Above 5, logprobs is a capability limit in both flavors (the AIHubMix maximum).
     logprobs = reader.integer("logprobs", None, lo=0, hi=5)
     best_of = reader.integer("best_of", None, lo=0, hi=20)
@@ -503,63 +510,11 @@ def parse_request(
     echo = reader.boolean("echo", False)
     suffix = reader.string("suffix")
     if bounded:
-        reader.string("user")
+        reader.string("user")  # Nscale does not declare it: there it is an unknown field
     stop = _stop(reader)
     _logit_bias(reader)
-    has_options, include_usage = _include_usage(reader)
-
-    # Cross-field rules from the spec text.
-    if best_of is not None and best_of < n:
-        reader.reject(
-            ApiError(
-                400,
-                f"'best_of' ({best_of}) must be at least 'n' ({n}).",
-                code="invalid_value",
-                param="best_of",
-            )
-        )
-        best_of = n
-    if stream and best_of is not None and best_of > 1:
-        reader.reject(
-            ApiError(
-                400,
-                "'best_of' greater than 1 cannot be used with 'stream'.",
-                code="invalid_value",
-                param="best_of",
-            )
-        )
-        best_of = None
-    if has_options and not stream:
-        reader.reject(
-            ApiError(
-                400,
-                "'stream_options' is only allowed when 'stream' is true.",
-                code="invalid_value",
-                param="stream_options",
-            )
-        )
-        include_usage = False
-    longest = max(len(p.tokens) for p in prompts)
-    if longest + max_tokens > CONTEXT_LENGTH:
-        reader.reject(
-            ApiError(
-                400,
-                f"This model's maximum context length is {CONTEXT_LENGTH} tokens, but you requested "
-                f"{longest + max_tokens} ({longest} in the prompt, {max_tokens} for the completion).",
-                code="context_length_exceeded",
-                param="max_tokens" if "max_tokens" in body else "prompt",
-            )
-        )
-        max_tokens = max(0, min(max_tokens, CONTEXT_LENGTH - longest))
-    if len(prompts) * max(n, best_of or 1) > MAX_COMPLETIONS:
-        reader.reject(
-            ApiError(
-                400,
-                f"Too many completions requested: at most {MAX_COMPLETIONS} (prompts x max(n, best_of)).",
-                code="invalid_value",
-                param="n",
-            )
-        )
+    include_usage = _include_usage(reader)
+    assert max_tokens is not None and n is not None  # they have non-None defaults
     return CompletionRequest(
         model=model_name,
         prompts=prompts,
@@ -576,8 +531,87 @@ def parse_request(
         stop=stop,
         seed=seed,
         suffix=suffix,
-        present=frozenset(k for k, v in body.items() if v is not None),
+        present=frozenset(k for k, v in reader.body.items() if v is not None),
     )
+
+
+def _check_cross_fields(reader: _Reader, request: CompletionRequest) -> CompletionRequest:
+    """The rules the spec text states across fields (lenient mode repairs instead)."""
+    best_of, n = request.best_of, request.n
+    if best_of is not None and best_of < n:
+        reader.reject(
+            ApiError(
+                400,
+                f"'best_of' ({best_of}) must be at least 'n' ({n}).",
+                code="invalid_value",
+                param="best_of",
+            )
+        )
+        request = replace(request, best_of=n)
+    if request.stream and request.best_of is not None and request.best_of > 1:
+        reader.reject(
+            ApiError(
+                400,
+                "'best_of' greater than 1 cannot be used with 'stream'.",
+                code="invalid_value",
+                param="best_of",
+            )
+        )
+        request = replace(request, best_of=None)
+    if reader.body.get("stream_options") is not None and not request.stream:
+        reader.reject(
+            ApiError(
+                400,
+                "'stream_options' is only allowed when 'stream' is true.",
+                code="invalid_value",
+                param="stream_options",
+            )
+        )
+        request = replace(request, include_usage=False)
+    return request
+
+
+def _check_limits(reader: _Reader, request: CompletionRequest) -> CompletionRequest:
+    """The model's context length and the most completions one request may ask for."""
+    longest = max(len(p.tokens) for p in request.prompts)
+    if longest + request.max_tokens > CONTEXT_LENGTH:
+        reader.reject(
+            ApiError(
+                400,
+                f"This model's maximum context length is {CONTEXT_LENGTH} tokens, but you requested "
+                f"{longest + request.max_tokens} ({longest} in the prompt, {request.max_tokens} "
+                "for the completion).",
+                code="context_length_exceeded",
+                param="max_tokens" if "max_tokens" in reader.body else "prompt",
+            )
+        )
+        request = replace(request, max_tokens=max(0, CONTEXT_LENGTH - longest))
+    if len(request.prompts) * max(request.n, request.best_of or 1) > MAX_COMPLETIONS:
+        reader.reject(
+            ApiError(
+                400,
+                f"Too many completions requested: at most {MAX_COMPLETIONS} "
+                "(prompts x max(n, best_of)).",
+                code="invalid_value",
+                param="n",
+            )
+        )
+    return request
+
+
+def parse_request(
+    raw: bytes, flavor: Flavor, *, lenient: bool = False, default_model: str = ""
+) -> CompletionRequest:
+    """Parse and validate a request body, raising ``ApiError`` (400) on the first problem.
+
+    ``lenient`` (the ``accepts-invalid`` fault) never raises: bad fields fall back to
+    their defaults and broken cross-field rules are repaired.
+    """
+    body = _body_object(raw, lenient=lenient)
+    reader = _Reader(body, flavor, lenient=lenient)
+    request = _read_fields(reader, default_model)
+    request = _check_cross_fields(reader, request)
+    return _check_limits(reader, request)
 
 
 # --------------------------------------------------------------------------------------
@@ -1247,12 +1281,14 @@ def _frame(target: _Target, payloads: Sequence[Any]) -> list[bytes]:
     for payload in payloads:
         data = payload if isinstance(payload, str) else _dumps(payload).decode()
         lines = []
-        if target.has("sse-comments"):  # fault: sse-comments
-            lines.append(": keep-alive")
         if target.has("sse-retry-lines"):  # fault: sse-retry-lines
             lines.append("retry: 1000")
         lines.append(field + data)
-        events.append((newline.join(lines) + newline + end).encode())
+        event = newline.join(lines) + newline + end
+        if target.has("sse-comments"):  # fault: sse-comments
+            # A comment block of its own, the way proxies send keep-alives.
+            event = ": keep-alive" + newline + newline + event
+        events.append(event.encode())
     return events
 
 
