@@ -1,6 +1,32 @@
-"""Hypothesis strategies for /v1/completions requests, derived from a Spec."""
+"""Hypothesis strategies for ``POST /v1/completions`` requests, derived from a Spec.
 
+Bounds, enums, required fields and prompt forms are read from the Spec's request schema
+(errata applied), so vendors differ by their documents, not by code here.
+
+- :func:`valid_requests`: a strategy of schema-valid Cases within the run's cost bounds.
+- :func:`edge_requests`: a list of boundary-hitting valid Cases (each worth sending once).
+- :func:`invalid_requests` / :func:`invalid_cases`: Cases that break exactly one named
+  rule (``Case.breaks``), as a strategy and as one list entry per rule.
+- :func:`broken_rules` / :func:`cross_field_problems`: which rules a request breaks.
+- :func:`draw`: a reproducible list of values from a strategy.
+"""
+
+from strategies._describe import describe, prompt_form, request_tags
 from strategies._draw import draw
+from strategies._edge import edge_requests
+from strategies._invalid import invalid_cases, invalid_requests
 from strategies._requests import valid_requests
+from strategies._rules import broken_rules, cross_field_problems
 
-__all__ = ["draw", "valid_requests"]
+__all__ = [
+    "broken_rules",
+    "cross_field_problems",
+    "describe",
+    "draw",
+    "edge_requests",
+    "invalid_cases",
+    "invalid_requests",
+    "prompt_form",
+    "request_tags",
+    "valid_requests",
+]

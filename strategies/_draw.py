@@ -1,34 +1,53 @@
-"""Turn a strategy into a reproducible list of Cases without running a Hypothesis test."""
+"""Turn a strategy into a reproducible list of values without running a Hypothesis test.
+
+Each value is an independent random draw. A plain ``@given`` run is a bug hunter, not a
+sampler: it starts from the simplest example, grows examples slowly and mutates earlier
+ones, so a short run repeats the same prompt form or parameter many times in a row. Here
+each value comes from its own one-off run, seeded from ``seed_value`` and the value's
+index: the run's first example is always the simplest one and is skipped, and a random
+"salt" integer is drawn first so that the second example is novel through the salt
+alone, every draw after it random.
+"""
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
 T = TypeVar("T")
+# Spreads the per-value seeds of different seed_values apart (a large prime).
+_SEED_STRIDE = 1_000_003
+_SETTINGS = settings(
+    max_examples=2,
+    database=None,
+    phases=[Phase.generate],
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+def _one(strategy: SearchStrategy[T], seed_value: int) -> T:
+    """One random value of ``strategy`` for ``seed_value``."""
+    seen: list[tuple[int, Any]] = []
+
+    @seed(seed_value)
+    @_SETTINGS
+    @given(st.tuples(st.integers(1, 2**62), strategy))
+    def collect(salted: tuple[int, T]) -> None:
+        seen.append(salted)
+
+    collect()
+    value: T = seen[-1][1]
+    return value
 
 
 def draw(strategy: SearchStrategy[T], count: int, *, seed_value: int = 0) -> list[T]:
-    """Draw up to ``count`` values from ``strategy``, the same ones for the same seed.
+    """Draw ``count`` independent values from ``strategy``, the same ones for the same seed.
 
     Only the generate phase runs: no shrinking (each example costs a request, not a
-    retry) and no example database unless Hypothesis is configured for one.
+    retry) and no example database.
     """
-    drawn: list[T] = []
-
-    @seed(seed_value)
-    @settings(
-        max_examples=count,
-        database=None,
-        phases=[Phase.generate],
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(strategy)
-    def collect(value: T) -> None:
-        drawn.append(value)
-
-    collect()
-    return drawn[:count]
+    return [_one(strategy, seed_value * _SEED_STRIDE + index) for index in range(count)]

@@ -1,56 +1,332 @@
-"""Valid request bodies, bounds read from the Spec's request schema."""
+"""Valid requests: every declared parameter, within the spec's bounds and the run's cost.
+
+A :class:`Plan` is read once from the Spec (which prompt forms and parameters the schema
+accepts, and their bounds); the strategy then only draws. OpenAI's documented ranges
+stand in where a spec states no bound, and cost caps apply on top of the spec's bounds.
+"""
 
 from __future__ import annotations
 
+import string
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.case import Case
+from conformance.case import Case, Mode
 from conformance.spec import Spec
+from strategies._describe import describe, request_tags
+from strategies._schema import Interval, SchemaView, alternatives, interval, types_of
+
+# Cost caps: a generated request asks for at most MAX_CHOICES completions of at most
+# max_tokens tokens each (prompts x max(n, best_of)).
+MAX_PROMPTS = 3
+MAX_N = 3
+MAX_CHOICES = 6
+BEST_OF_MARGIN = 2
+# OpenAI's limits, used where a spec states none: stop lists and logprobs (API reference),
+# the sampling ranges (their descriptions), logit_bias values (its description).
+MAX_STOP = 4
+MAX_LOGPROBS = 5
+SAMPLER_RANGES = {
+    "temperature": (0, 2),
+    "top_p": (0, 1),
+    "frequency_penalty": (-2, 2),
+    "presence_penalty": (-2, 2),
+}
+LOGIT_BIAS_RANGE = (-100, 100)
+# Random seeds stay in int32 so that no server's seed type is the question.
+MAX_RANDOM_SEED = 2**31 - 1
+
+PROMPT_FORMS = ("string", "strings", "tokens", "token-lists")
+_FORM_SAMPLES: dict[str, Any] = {
+    "string": "x",
+    "strings": ["x"],
+    "tokens": [1],
+    "token-lists": [[1]],
+}
+SAMPLE_PROMPTS = (
+    "Say hi",
+    "Once upon a time",
+    "The capital of France is",
+    "def fibonacci(n):",
+    "1, 2, 3, 4,",
+    "Translate to German: good morning",
+)
+COMMON_STOPS = ("\n", ".", "\n\n", "###", "END")
 
 
-def _bounds(spec: Spec, name: str, low: float, high: float) -> tuple[float, float]:
-    """The [minimum, maximum] the spec declares for ``name``, else the given defaults."""
-    schema = spec.request_properties.get(name) or {}
-    for branch in [schema, *schema.get("anyOf", [])]:
-        if "minimum" in branch or "maximum" in branch:
-            return branch.get("minimum", low), branch.get("maximum", high)
-    return low, high
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What the spec lets a valid request contain, with the run's options and cost caps."""
+
+    model: str
+    vocab_size: int
+    forms: tuple[str, ...]
+    max_tokens: tuple[int, int] | None
+    n: tuple[int, int] | None
+    best_of: tuple[int, int] | None
+    logprobs: tuple[int, int] | None
+    samplers: tuple[tuple[str, Interval], ...]
+    stop_string: bool
+    stop_items: tuple[int, int] | None
+    logit_bias: tuple[bool, int, int] | None
+    seed: tuple[int, int] | None
+    texts: tuple[str, ...]
+    echo: bool
+    stream: bool
+    stream_options: bool
 
 
-def prompts(vocab_size: int) -> st.SearchStrategy[Any]:
-    """All four prompt forms, the simplest first so failures shrink well."""
-    text = st.text(
-        st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=40
+def _ints(view: SchemaView, name: str, low: int, high: int) -> tuple[int, int] | None:
+    """The spec's integer range for ``name`` inside [low, high]; None if undeclared/empty."""
+    if not view.declares(name):
+        return None
+    lo, hi = view.interval(name).closed_ints(low, high)
+    return (lo, hi) if lo <= hi else None
+
+
+def _logit_bias(view: SchemaView) -> tuple[bool, int, int] | None:
+    """(integer values only?, low, high) for logit_bias, from its ``additionalProperties``."""
+    if not view.accepts("logit_bias", {"1": 1}):
+        return None
+    values: Any = {}
+    for leaf in alternatives(view.properties["logit_bias"]):
+        if "object" in types_of(leaf):
+            values = leaf.get("additionalProperties") or {}
+            break
+    integral = not any("number" in types_of(leaf) for leaf in alternatives(values))
+    low, high = interval(values).closed_ints(*LOGIT_BIAS_RANGE)
+    return integral, low, high
+
+
+def make_plan(spec: Spec, *, model: str, max_tokens: int, vocab_size: int) -> Plan:
+    """Read from ``spec`` what a valid request may contain."""
+    if vocab_size < 1:
+        raise ValueError(f"vocab_size must be at least 1, got {vocab_size}")
+    view = SchemaView(spec)
+    forms = tuple(f for f in PROMPT_FORMS if view.accepts("prompt", _FORM_SAMPLES[f]))
+    # A schema that admits no prompt at all (Nscale as written, under --strict-spec)
+    # still gets the four OpenAI forms: without a prompt there is no request to send.
+    forms = forms or PROMPT_FORMS
+    limit = 10**9
+    mt = _ints(view, "max_tokens", 0, max_tokens)
+    if view.declares("max_tokens") and mt is None:
+        mt = (view.interval("max_tokens").closed_ints(0, limit)[0],) * 2
+    stop_min, stop_max = view.array_bounds("stop")
+    stop_items = None
+    if view.accepts("stop", ["x"]):
+        lo, hi = max(1, stop_min or 1), min(MAX_STOP, MAX_STOP if stop_max is None else stop_max)
+        stop_items = (lo, hi) if lo <= hi else None
+    samplers = tuple(
+        (name, view.interval(name).with_defaults(*bounds))
+        for name, bounds in SAMPLER_RANGES.items()
+        if view.declares(name)
     )
-    token = st.integers(0, vocab_size - 1)
+    seed = None
+    if view.declares("seed"):
+        lo, hi = view.interval("seed", formats=True).closed_ints(0, MAX_RANDOM_SEED)
+        seed = (lo, hi) if lo <= hi else None
+    logprobs = _ints(view, "logprobs", 0, limit)
+    if logprobs is not None and view.interval("logprobs").high is None:
+        logprobs = (logprobs[0], max(logprobs[0], MAX_LOGPROBS))
+    return Plan(
+        model=model,
+        vocab_size=vocab_size,
+        forms=forms,
+        max_tokens=mt,
+        n=_ints(view, "n", 1, MAX_N),
+        best_of=_ints(view, "best_of", 2, MAX_CHOICES),
+        logprobs=logprobs,
+        samplers=samplers,
+        stop_string=view.accepts("stop", "x"),
+        stop_items=stop_items,
+        logit_bias=_logit_bias(view),
+        seed=seed,
+        texts=tuple(name for name in ("suffix", "user") if view.accepts(name, "x")),
+        echo=view.accepts("echo", True),
+        stream=view.accepts("stream", True),
+        stream_options=view.accepts("stream_options", {"include_usage": True}, stream=True),
+    )
+
+
+# -- value strategies -------------------------------------------------------------------
+# Cached: building and validating a strategy costs more than drawing from it, and the
+# composite below asks for the same few strategies on every draw.
+
+_CHARACTERS = st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Cn", "Co"))
+
+
+@lru_cache(maxsize=256)
+def texts(max_size: int = 24) -> st.SearchStrategy[str]:
+    """Short non-empty texts: a plain sentence, or any printable Unicode."""
     return st.one_of(
-        text,
-        st.lists(text, min_size=1, max_size=3),
-        st.lists(token, min_size=1, max_size=8),
-        st.lists(st.lists(token, min_size=1, max_size=8), min_size=1, max_size=3),
+        st.sampled_from(SAMPLE_PROMPTS), st.text(_CHARACTERS, min_size=1, max_size=max_size)
     )
+
+
+@lru_cache(maxsize=256)
+def token_ids(vocab_size: int) -> st.SearchStrategy[int]:
+    """Token ids below ``vocab_size``."""
+    return st.integers(0, vocab_size - 1)
+
+
+@lru_cache(maxsize=256)
+def prompts(form: str, vocab_size: int) -> st.SearchStrategy[Any]:
+    """Prompts of one form: at most MAX_PROMPTS prompts, each short."""
+    tokens = st.lists(token_ids(vocab_size), min_size=1, max_size=8)
+    by_form: dict[str, st.SearchStrategy[Any]] = {
+        "string": texts(),
+        "strings": st.lists(texts(), min_size=1, max_size=MAX_PROMPTS),
+        "tokens": tokens,
+        "token-lists": st.lists(tokens, min_size=1, max_size=MAX_PROMPTS),
+    }
+    return by_form[form]
+
+
+def with_ends(
+    low: float | None, high: float | None, between: st.SearchStrategy[Any]
+) -> st.SearchStrategy[Any]:
+    """``between``, or one of the given ends: each end about as often as the inside."""
+    ends = [v for v in (low, high) if v is not None]
+    if not ends:
+        return between
+    return st.sampled_from([*ends, None]).flatmap(
+        lambda end: between if end is None else st.just(end)
+    )
+
+
+@lru_cache(maxsize=256)
+def bounded_numbers(bounds: Interval) -> st.SearchStrategy[float]:
+    """Numbers within ``bounds``, the closed ends themselves drawn often."""
+    assert bounds.low is not None and bounds.high is not None
+    inner = st.floats(
+        bounds.low,
+        bounds.high,
+        exclude_min=bounds.low_open,
+        exclude_max=bounds.high_open,
+        allow_nan=False,
+        allow_infinity=False,
+    ).map(lambda x: _tidy(x, bounds))
+    return with_ends(
+        None if bounds.low_open else bounds.low,
+        None if bounds.high_open else bounds.high,
+        inner,
+    )
+
+
+@lru_cache(maxsize=256)
+def bounded_ints(low: int, high: int) -> st.SearchStrategy[int]:
+    """Integers in [low, high], both ends drawn often."""
+    return with_ends(low, high if high > low else None, st.integers(low, high))
+
+
+def _tidy(x: float, bounds: Interval) -> float:
+    """``x`` to two decimals, as people write these, unless that leaves the bounds."""
+    rounded = round(x, 2)
+    assert bounds.low is not None and bounds.high is not None
+    above = rounded > bounds.low or (rounded == bounds.low and not bounds.low_open)
+    below = rounded < bounds.high or (rounded == bounds.high and not bounds.high_open)
+    return rounded if above and below else x
+
+
+@lru_cache(maxsize=256)
+def stops(plan: Plan) -> st.SearchStrategy[Any]:
+    """A stop string or a list of them, within the spec's item bounds and at most 4.
+
+    The shape is drawn first, so that each list length is as likely as the string.
+    """
+    stop_text = st.one_of(
+        st.sampled_from(COMMON_STOPS), st.text(_CHARACTERS, min_size=1, max_size=8)
+    )
+    shapes: list[int] = [0] if plan.stop_string else []  # 0: a single string
+    if plan.stop_items is not None:
+        shapes += range(plan.stop_items[0], plan.stop_items[1] + 1)
+    return st.sampled_from(shapes).flatmap(
+        lambda size: stop_text if size == 0 else st.lists(stop_text, min_size=size, max_size=size)
+    )
+
+
+@lru_cache(maxsize=256)
+def logit_biases(plan: Plan) -> st.SearchStrategy[dict[str, float]]:
+    """One to three token ids (as strings, per the JSON object) with a bias each."""
+    assert plan.logit_bias is not None
+    integral, low, high = plan.logit_bias
+    values: st.SearchStrategy[Any] = st.integers(low, high)
+    if not integral:
+        values = st.one_of(values, bounded_numbers(Interval(low, high)))
+    keys = token_ids(plan.vocab_size).map(str)
+    return st.dictionaries(keys, values, min_size=1, max_size=3)
+
+
+_USERS = st.text(string.ascii_letters + string.digits + "-_", min_size=1, max_size=16)
 
 
 @st.composite
+def valid_bodies(draw: st.DrawFn, plan: Plan, stream: bool | None) -> dict[str, Any]:
+    """A schema-valid body that keeps the cross-field rules and the cost caps."""
+    body: dict[str, Any] = {"model": plan.model}
+    form = draw(st.sampled_from(plan.forms))
+    prompt = body["prompt"] = draw(prompts(form, plan.vocab_size))
+    count = len(prompt) if form in ("strings", "token-lists") else 1
+    budget = MAX_CHOICES // count
+    if plan.max_tokens is not None:
+        body["max_tokens"] = draw(bounded_ints(*plan.max_tokens))
+    streamed = draw(st.booleans()) if stream is None else stream
+    n = 1
+    if plan.n is not None and draw(st.booleans()):
+        low, high = plan.n[0], min(plan.n[1], budget)
+        if low <= high:
+            n = body["n"] = draw(st.integers(low, high))
+    # best_of > n (the spec text's rule; equality is left untested), never with stream.
+    if plan.best_of is not None and not streamed and draw(st.booleans()):
+        low = max(plan.best_of[0], n + 1)
+        high = min(plan.best_of[1], n + BEST_OF_MARGIN, budget)
+        if low <= high:
+            body["best_of"] = draw(st.integers(low, high))
+    if plan.logprobs is not None and draw(st.booleans()):
+        body["logprobs"] = draw(bounded_ints(*plan.logprobs))
+    if plan.echo and draw(st.booleans()):
+        # echo=false is the default: sending it says less than echo=true.
+        body["echo"] = draw(st.sampled_from((True, True, False)))
+    if (plan.stop_string or plan.stop_items is not None) and draw(st.booleans()):
+        body["stop"] = draw(stops(plan))
+    for name, bounds in plan.samplers:
+        if draw(st.booleans()):
+            body[name] = draw(bounded_numbers(bounds))
+    if plan.seed is not None and draw(st.booleans()):
+        body["seed"] = draw(st.integers(*plan.seed))
+    if "suffix" in plan.texts and draw(st.booleans()):
+        body["suffix"] = draw(texts(12))
+    if plan.logit_bias is not None and draw(st.booleans()):
+        body["logit_bias"] = draw(logit_biases(plan))
+    if "user" in plan.texts and draw(st.booleans()):
+        body["user"] = draw(_USERS)
+    if streamed:
+        body["stream"] = True
+        if plan.stream_options and draw(st.booleans()):
+            body["stream_options"] = {"include_usage": draw(st.booleans())}
+    elif plan.stream and draw(st.booleans()):
+        body["stream"] = False
+    return body
+
+
+def as_case(body: dict[str, Any], mode: Mode = "valid", label: str | None = None) -> Case:
+    """A Case of ``body`` with its tags and a label."""
+    return Case(body, mode=mode, label=label or describe(body), tags=request_tags(body))
+
+
 def valid_requests(
-    draw: st.DrawFn,
     spec: Spec,
     *,
     model: str,
     max_tokens: int = 8,
     vocab_size: int = 1000,
-    stream: bool = False,
-) -> Case:
-    """A schema-valid request within the run's cost bounds."""
-    body: dict[str, Any] = {"model": model, "prompt": draw(prompts(vocab_size))}
-    body["max_tokens"] = draw(st.integers(0, max_tokens))
-    lo, hi = _bounds(spec, "temperature", 0, 2)
-    if draw(st.booleans()):
-        body["temperature"] = draw(st.floats(lo, hi))
-    if draw(st.booleans()):
-        body["n"] = draw(st.integers(1, 2))
-    if stream:
-        body["stream"] = True
-    return Case(body, mode="valid", label="valid request")
+    stream: bool | None = False,
+) -> st.SearchStrategy[Case]:
+    """Schema-valid requests within the run's cost bounds (``stream=None``: either way)."""
+    plan = make_plan(spec, model=model, max_tokens=max_tokens, vocab_size=vocab_size)
+    if stream and not plan.stream:
+        raise ValueError(f"spec {spec.name!r} declares no `stream` parameter")
+    return valid_bodies(plan, stream if plan.stream else False).map(as_case)

@@ -1,0 +1,132 @@
+"""Rule names, and which rules a request breaks.
+
+A rule name is a stable string in one of three forms:
+
+- ``<field>:<keyword>`` for the request schema: the top-level field and the JSON Schema
+  keyword that rejects it, e.g. ``model:required``, ``temperature:type``,
+  ``logprobs:maximum``, ``n:minimum``, ``stop:maxItems``, ``seed:format``. A failure
+  inside a field (a list item, an object member) is named after the top-level field.
+- ``body:<problem>`` for the body as a whole: ``body:not-json``, ``body:type``.
+- ``cross:<rule>`` for the cross-field rules of the spec text: ``cross:best_of<n``,
+  ``cross:best_of+stream``, ``cross:stream_options-without-stream``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from conformance.case import Case
+from conformance.spec import Spec
+from strategies._schema import SchemaView
+
+BODY_NOT_JSON = "body:not-json"
+BODY_TYPE = "body:type"
+CROSS_BEST_OF_BELOW_N = "cross:best_of<n"
+CROSS_BEST_OF_STREAM = "cross:best_of+stream"
+CROSS_STREAM_OPTIONS = "cross:stream_options-without-stream"
+
+# The fields each cross-field rule relates. A rule is only judged when those fields are
+# schema-valid themselves: a value the schema already rejects is not compared with others
+# (best_of=-1 breaks best_of:minimum; that it is also below n is not a second rule).
+CROSS_FIELDS: dict[str, frozenset[str]] = {
+    CROSS_BEST_OF_BELOW_N: frozenset({"best_of", "n"}),
+    CROSS_BEST_OF_STREAM: frozenset({"best_of", "stream"}),
+    CROSS_STREAM_OPTIONS: frozenset({"stream_options", "stream"}),
+}
+
+
+def _int(value: Any) -> int | None:
+    """``value`` if it is a JSON integer (not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def cross_field_problems(body: Mapping[str, Any]) -> list[str]:
+    """The cross-field rules of the spec text that ``body`` breaks, as rule names.
+
+    A null field counts as absent, and an absent ``n`` as its default 1.
+    """
+    problems = []
+    best_of = _int(body.get("best_of"))
+    n = 1 if body.get("n") is None else _int(body["n"])
+    if best_of is not None and n is not None and best_of < n:
+        problems.append(CROSS_BEST_OF_BELOW_N)
+    streamed = body.get("stream") is True
+    if body.get("best_of") is not None and streamed:
+        problems.append(CROSS_BEST_OF_STREAM)
+    if body.get("stream_options") is not None and not streamed:
+        problems.append(CROSS_STREAM_OPTIONS)
+    return problems
+
+
+def _branch_index(error: Any) -> int:
+    return int(error.relative_schema_path[0])
+
+
+def _keywords(error: Any) -> set[str]:
+    """The keywords that really reject an instance, looking inside ``anyOf``/``oneOf``.
+
+    A combinator's own message ("not valid under any of the given schemas") says nothing.
+    Its branches whose type does not fit the value are ignored; of the rest, those that
+    fail only on something other than a type are preferred (``[[]]`` as a prompt is a
+    too-short token list, not a string list with a wrong item). When no branch fits the
+    value's type, the keyword is ``type``.
+    """
+    if error.validator not in ("anyOf", "oneOf"):
+        return {str(error.validator)}
+    if not error.context:
+        return {str(error.validator)}  # oneOf matched more than one branch
+    branches: dict[int, list[Any]] = defaultdict(list)
+    for sub in error.context:
+        branches[_branch_index(sub)].append(sub)
+    fitting: list[set[str]] = []
+    for subs in branches.values():
+        found: set[str] = set()
+        mismatch = False
+        for sub in subs:
+            words = _keywords(sub)
+            if not sub.path and words == {"type"}:
+                mismatch = True
+            found |= words
+        if not mismatch:
+            fitting.append(found)
+    if not fitting:
+        return {"type"}
+    precise = [words for words in fitting if "type" not in words]
+    return set().union(*(precise or fitting))
+
+
+def schema_rules(spec: Spec, body: Any) -> set[str]:
+    """The schema rules ``body`` breaks, as rule names."""
+    if not isinstance(body, dict):
+        return {BODY_TYPE}
+    rules: set[str] = set()
+    for error in SchemaView(spec).errors(body):
+        if error.path:
+            field = str(error.path[0])
+            rules |= {f"{field}:{word}" for word in _keywords(error)}
+        elif error.validator == "required":
+            rules |= {f"{name}:required" for name in error.validator_value if name not in body}
+        elif error.validator == "type":
+            rules.add(BODY_TYPE)
+        else:
+            rules |= {f"body:{word}" for word in _keywords(error)}
+    return rules
+
+
+def broken_rules(spec: Spec, case: Case) -> set[str]:
+    """Every rule ``case`` breaks: schema rules, then cross-field rules between valid fields."""
+    body: Any = case.body
+    if case.raw_body is not None:
+        try:
+            body = json.loads(case.raw_body)
+        except ValueError:  # JSONDecodeError and UnicodeDecodeError alike
+            return {BODY_NOT_JSON}
+    rules = schema_rules(spec, body)
+    if not isinstance(body, dict):
+        return rules
+    bad_fields = {rule.split(":", 1)[0] for rule in rules}
+    rules |= {p for p in cross_field_problems(body) if not CROSS_FIELDS[p] & bad_fields}
+    return rules
