@@ -12,7 +12,7 @@ from reports.matrix import FAIL, MISSING, PASS, UNTESTED, Cell, Comparison, Offe
 from reports.summary import LEVELS
 
 _ICON = {PASS: "✅ pass", FAIL: "❌ fail", MISSING: "⊘ unsupported", UNTESTED: "➖ not tested"}
-_VERDICT = {"passed": "✅ passed", "failed": "❌ failed"}
+_VERDICT = {"passed": "✅ passed", "failed": "❌ failed"}  # others: ⚠️ and the word
 _LEVEL_LABEL = {"MUST": "MUST passed", "SHOULD": "SHOULD passed", "CAPABILITY": "Capabilities"}
 
 
@@ -50,7 +50,7 @@ def comparison_markdown(comparison: Comparison) -> str:
     names = [t.name for t in comparison.targets]
     lines = ["# Completions conformance comparison", ""]
     overview = [
-        ["Verdict", *(_VERDICT.get(t.verdict, t.verdict) for t in comparison.targets)],
+        ["Verdict", *(_VERDICT.get(t.verdict, f"⚠️ {t.verdict}") for t in comparison.targets)],
         *(
             [_LEVEL_LABEL[level], *(t.scores[level].text() for t in comparison.targets)]
             for level in LEVELS

@@ -55,6 +55,16 @@ def status_of(tally: Tally, *, strict: bool) -> str:
     return PASSED if tally.checked else NOT_TESTED
 
 
+# What each verdict the plugin records means, for the reader of a report.
+VERDICTS = {
+    "passed": "Every tested requirement that decides the verdict held.",
+    "failed": "A requirement that decides the verdict failed.",
+    "error": "A suite test broke, collection failed, or the run was interrupted.",
+    "not-run": "No request was sent: nothing was judged.",
+    "no-verdict": "The target kept answering 429 after retries: no verdict was reached.",
+}
+
+
 def verdict_of(results: Results) -> str:
     """The run's verdict as recorded; derived from the deciding tallies when absent."""
     recorded = results.meta.get("verdict")
@@ -187,8 +197,18 @@ def transcript_lines(example: Mapping[str, Any]) -> list[str]:
 
 
 def pretty_body(text: str) -> str:
-    """A request or response body indented when it is JSON, verbatim otherwise."""
+    """A JSON body indented for reading, but only when nothing on the wire is lost.
+
+    The body is evidence: duplicate keys, ``NaN``, odd spacing or a cut-off excerpt are
+    part of what the reader must see. So it is re-indented only when it is exactly what
+    ``json.dumps`` writes for its value (in the usual spacing), and shown verbatim otherwise.
+    """
     try:
-        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        value = json.loads(text)
     except ValueError:
         return text
+    for separators in ((", ", ": "), (",", ":")):
+        for ascii_only in (True, False):
+            if json.dumps(value, separators=separators, ensure_ascii=ascii_only) == text:
+                return json.dumps(value, indent=2, ensure_ascii=False)
+    return text

@@ -19,6 +19,7 @@ from reports.catalogue import render_catalogue
 from reports.html import render_html
 from reports.junit import build_junit
 from reports.schema import results_schema, schema_errors
+from reports.summary import VERDICTS
 
 ROOT = Path(__file__).resolve().parent.parent
 XSS = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>']
@@ -69,15 +70,17 @@ def make_results(**meta: object) -> Results:
     results.capabilities = {"echo": {"rejected": 1}, "best_of": {"honoured": 2, "broke": 1}}
     results.latency = [{"case": "stream", "ttfb_s": 0.012, "total_s": 0.05}]
     results.meta.update(
-        target="https://target.example",
-        spec="aihubmix",
-        spec_title="AIHubMix 1.0",
-        errata=[{"id": "ERRATUM-1", "title": "Erratum title", "detail": "Erratum detail"}],
-        model="m",
-        seed=0,
-        wall_time=1.5,
-        verdict="failed",
-        **meta,
+        {
+            "target": "https://target.example",
+            "spec": "aihubmix",
+            "spec_title": "AIHubMix 1.0",
+            "errata": [{"id": "ERRATUM-1", "title": "Erratum title", "detail": "Erratum detail"}],
+            "model": "m",
+            "seed": 0,
+            "wall_time": 1.5,
+            "verdict": "failed",
+            **meta,
+        }
     )
     return results
 
@@ -345,3 +348,31 @@ def test_catalogue_cells_keep_the_table_intact(text: str) -> None:
 
     assert "\n" not in _cell(text)
     assert "|" not in _cell(text).replace("\\|", "")
+
+
+@pytest.mark.parametrize("verdict", ["error", "not-run", "no-verdict"])
+def test_other_verdicts_are_explained_and_valid(verdict: str) -> None:
+    results = make_results(verdict=verdict)
+    results.tallies["MUST-FAIL"].failed = 0
+    page = render_html(results)
+    assert f'class="verdict unknown">\n  <div class="word">{verdict}<' in page
+    assert VERDICTS[verdict] in page
+    assert schema_errors(results.to_json()) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "pretty"),
+    [
+        ('{"a": 1, "b": [2]}', True),
+        ('{"a":1,"b":"\\u00e9"}', True),
+        ('{"a": 1, "a": 2}', False),  # duplicate keys are evidence: shown verbatim
+        ('{"a": 1.0e2}', False),  # number spelling is evidence too
+        ('{"a":  1}', False),
+        ('{"a": 1', False),  # a cut-off excerpt
+        ("data: [DONE]", False),
+    ],
+)
+def test_bodies_are_indented_only_when_nothing_is_lost(text: str, pretty: bool) -> None:
+    from reports.summary import pretty_body
+
+    assert (pretty_body(text) != text) == pretty
