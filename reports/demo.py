@@ -175,22 +175,40 @@ def demo_results(*, target: str = URL, failing: bool = True) -> Results:
         "logprobs": {"honoured": 2, "broke": 1} if failing else {"honoured": 3},
         "suffix": {"rejected": 1, "honoured": 1},
     }
+    # The shape conformance/latency.py records for each streamed 200.
     results.latency = [
         {
             "case": "stream n=1",
-            "ttfb_s": 0.183,
+            "events": 4,
+            "ttfb_s": 0.171,
+            "first_event_s": 0.183,
             "p50_gap_s": 0.018,
+            "p95_gap_s": 0.035,
             "max_gap_s": 0.035,
             "total_s": 0.236,
-            "events": 3,
+            "buffered": False,
         },
         {
-            "case": "stream n=2",
-            "ttfb_s": 0.204,
+            "case": "stream n=2, include_usage",
+            "events": 7,
+            "ttfb_s": 0.196,
+            "first_event_s": 0.204,
             "p50_gap_s": 0.021,
+            "p95_gap_s": 0.052,
             "max_gap_s": 0.052,
             "total_s": 0.311,
-            "events": 6,
+            "buffered": False,
+        },
+        {
+            "case": "stream, long prompt",
+            "events": 5,
+            "ttfb_s": 1.902,
+            "first_event_s": 1.93,
+            "p50_gap_s": 0.0,
+            "p95_gap_s": 0.001,
+            "max_gap_s": 0.001,
+            "total_s": 1.934,
+            "buffered": True,
         },
     ]
     results.meta.update(
@@ -215,6 +233,7 @@ def demo_results(*, target: str = URL, failing: bool = True) -> Results:
         model="m-small",
         seed=0,
         wall_time=12.48,
+        observed_statuses={"200": 11, "400": 1},
     )
     results.meta["verdict"] = "failed" if results.failing() else "passed"
     return results

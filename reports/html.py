@@ -98,12 +98,36 @@ def capability_rows(capabilities: Mapping[str, Mapping[str, int]]) -> list[dict[
     ]
 
 
-def latency_table(entries: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+def latency_cell(value: Any) -> tuple[str, bool]:
+    """A latency value as text, and whether it is a number (right-aligned)."""
+    if value is None:
+        return "—", False
+    if isinstance(value, bool):
+        return ("yes" if value else "no"), False
+    if isinstance(value, float):
+        return f"{value:.3f}", True  # seconds: milliseconds are the useful precision
+    if isinstance(value, int):
+        return str(value), True
+    return str(value), False
+
+
+def latency_table(
+    entries: list[dict[str, Any]],
+) -> tuple[list[str], list[list[tuple[str, bool]]]]:
     """Columns (every key, in order of first appearance) and rows of the latency table."""
     columns: list[str] = []
     for entry in entries:
         columns += [key for key in entry if key not in columns]
-    return columns, [[entry.get(col, "") for col in columns] for entry in entries]
+    rows = [[latency_cell(entry.get(col)) for col in columns] for entry in entries]
+    return columns, rows
+
+
+def observed_statuses(meta: Mapping[str, Any]) -> str:
+    """``200 ×42, 400 ×4`` from ``meta["observed_statuses"]``, empty when absent."""
+    counts = meta.get("observed_statuses")
+    if not isinstance(counts, Mapping):
+        return ""
+    return ", ".join(f"{status} ×{n}" for status, n in sorted(counts.items()))
 
 
 def report_context(results: Results) -> dict[str, Any]:
@@ -132,6 +156,7 @@ def report_context(results: Results) -> dict[str, Any]:
         "deciding": sum(1 for r in rows if r["status"] == FAILED),
         "failures": failures,
         "capabilities": capability_rows(results.capabilities),
+        "observed": observed_statuses(meta),
         "latency_columns": columns,
         "latency_rows": latency_rows,
         "schema_version": RESULTS_SCHEMA_VERSION,

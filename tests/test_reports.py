@@ -68,7 +68,10 @@ def make_results(**meta: object) -> Results:
     results.record(_exchange(), [Finding("SHOULD-FAIL", "failed", "id is empty")])
     results.record(_exchange(), [Finding("CAP-DECLINED", "unsupported", "declined with 400")])
     results.capabilities = {"echo": {"rejected": 1}, "best_of": {"honoured": 2, "broke": 1}}
-    results.latency = [{"case": "stream", "ttfb_s": 0.012, "total_s": 0.05}]
+    results.latency = [
+        {"case": "stream", "ttfb_s": 0.012, "total_s": 0.05, "buffered": False},
+        {"case": "late", "ttfb_s": None, "p95_gap_s": 0.3, "buffered": True},
+    ]
     results.meta.update(
         {
             "target": "https://target.example",
@@ -79,6 +82,7 @@ def make_results(**meta: object) -> Results:
             "seed": 0,
             "wall_time": 1.5,
             "verdict": "failed",
+            "observed_statuses": {"200": 7, "400": 1},
             **meta,
         }
     )
@@ -192,7 +196,12 @@ def test_html_shows_run_summary_failures_and_tables() -> None:
         "content-type: text/event-stream",
         "best_of",
         "Streaming latency",
-        "ttfb_s",
+        "<th>p95_gap_s</th>",  # a key only the second entry has
+        '<td class="num">0.012</td>',
+        "<td>no</td>",
+        "<td>yes</td>",
+        "<td>—</td>",
+        "200 ×7, 400 ×1",
     ]:
         assert expected in page, expected
     for area in ("transport", "schema", "semantics", "streaming", "errors", "auth", "sdk"):
@@ -376,3 +385,25 @@ def test_bodies_are_indented_only_when_nothing_is_lost(text: str, pretty: bool) 
     from reports.summary import pretty_body
 
     assert (pretty_body(text) != text) == pretty
+
+
+def test_catalogue_command_writes_and_checks(tmp_path: Path) -> None:
+    from reports.catalogue import main
+
+    path = tmp_path / "requirements.md"
+    assert main(["--check", "--path", str(path)]) == 1  # missing counts as out of date
+    assert main(["--write", "--path", str(path)]) == 0
+    assert path.read_text(encoding="utf-8") == render_catalogue()
+    assert main(["--check", "--path", str(path)]) == 0
+
+
+def test_demo_command_writes_every_report(tmp_path: Path) -> None:
+    from reports.demo import main
+
+    assert main([str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "junit.xml",
+        "report.html",
+        "results.json",
+    ]
+    assert schema_errors(json.loads((tmp_path / "results.json").read_text())) == []
