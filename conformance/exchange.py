@@ -69,6 +69,8 @@ class Exchange:
     ttfb: float | None = None
     elapsed: float = 0.0
     retries: int = 0
+    # What the official openai SDK made of this answer (conformance/sdk.py), else None.
+    sdk: dict[str, Any] | None = None
     _json: Any = field(default=None, repr=False)
     _json_error: str | None = field(default=None, repr=False)
     _json_parsed: bool = field(default=False, repr=False)

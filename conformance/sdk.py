@@ -1,0 +1,197 @@
+"""Drive the official ``openai`` Python client against the target, recording the wire.
+
+The SDK is what most users' code runs, so "the SDK reads every field without error" is a
+requirement of its own. The SDK's HTTP client gets a transport that tees every byte it
+reads, so one request yields both views: the Exchange as on the wire (judged by every
+requirement like any other) and, in ``Exchange.sdk``, what the SDK made of it.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from conformance.case import Case
+from conformance.client import Client
+from conformance.exchange import Exchange, Headers
+from conformance.sse import SSEParser
+
+
+def available() -> bool:
+    try:
+        import openai  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _http_module() -> Any:
+    """The HTTP library the installed openai package is built on (httpx or a fork)."""
+    import openai
+
+    base = next(c for c in type.mro(openai.DefaultHttpxClient)[1:] if c.__name__ == "Client")
+    return sys.modules[base.__module__.split(".")[0]]
+
+
+def _tee_transport(http: Any, record: list[tuple[float, bytes]], start: list[float]) -> Any:
+    """A transport that passes everything through and records the body bytes as read."""
+
+    class TeeStream(http.SyncByteStream):  # type: ignore[misc]
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def __iter__(self) -> Iterator[bytes]:
+            for chunk in self.inner:
+                record.append((time.perf_counter() - start[0], chunk))
+                yield chunk
+
+        def close(self) -> None:
+            self.inner.close()
+
+    class TeeTransport(http.BaseTransport):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.inner = http.HTTPTransport()
+
+        def handle_request(self, request: Any) -> Any:
+            start[0] = time.perf_counter()
+            response = self.inner.handle_request(request)
+            return http.Response(
+                response.status_code,
+                headers=response.headers,
+                stream=TeeStream(response.stream),
+                extensions=response.extensions,
+                request=request,
+            )
+
+        def close(self) -> None:
+            self.inner.close()
+
+    return TeeTransport()
+
+
+def send(client: Client, case: Case) -> Exchange:
+    """Send ``case`` through the openai SDK; the Exchange carries the SDK's view in ``sdk``."""
+    import openai
+
+    http = _http_module()
+    record: list[tuple[float, bytes]] = []
+    start = [time.perf_counter()]
+    headers = client.headers_for(case)
+    extra = {
+        k: v
+        for k, v in headers.items()
+        if k.lower() not in ("authorization", "content-type", "accept")
+    }
+    limits = client.limits
+    sdk = openai.OpenAI(
+        api_key=client.api_key or "no-key",
+        base_url=client.url.removesuffix("/completions"),
+        max_retries=0,
+        timeout=http.Timeout(limits.total, connect=limits.ttfb, read=limits.gap),
+        default_headers=extra,
+        http_client=openai.DefaultHttpxClient(transport=_tee_transport(http, record, start)),
+    )
+    body = dict(case.body)
+    kwargs = {k: v for k, v in body.items() if k not in ("model", "prompt")}
+    view: dict[str, Any] = {"error": None}
+    status: int | None = None
+    response_headers = Headers()
+    try:
+        raw = sdk.completions.with_raw_response.create(
+            model=body["model"], prompt=body["prompt"], **kwargs
+        )
+        status = raw.http_response.status_code
+        response_headers = Headers(list(raw.http_response.headers.multi_items()))
+        parsed = raw.parse()
+        view.update(read_stream(parsed) if case.stream else read_completion(parsed))
+    except openai.APIStatusError as exc:
+        status = exc.status_code
+        response_headers = Headers(list(exc.response.headers.multi_items()))
+        view["error"] = f"{type(exc).__name__}: {exc.message}"[:300]
+    except Exception as exc:  # the SDK failing to read the answer is the finding
+        view["error"] = f"{type(exc).__name__}: {exc}"[:300]
+    finally:
+        sdk.close()
+    return _exchange(client, case, status, response_headers, record, view)
+
+
+def _exchange(
+    client: Client,
+    case: Case,
+    status: int | None,
+    headers: Headers,
+    record: list[tuple[float, bytes]],
+    view: dict[str, Any],
+) -> Exchange:
+    body = b"".join(chunk for _, chunk in record)
+    exchange = Exchange(
+        case=case,
+        url=client.url,
+        request_headers=client.redacted(client.headers_for(case)),
+        request_body=client.encode(case),
+        status=status,
+        headers=headers,
+        body=body,
+    )
+    if exchange.media_type == "text/event-stream":
+        parser = SSEParser()
+        exchange.events = [ev for at, chunk in record for ev in parser.feed(chunk, at)]
+        exchange.stream_error = parser.close()
+    if status is None:
+        exchange.transport_error = view["error"]
+    exchange.elapsed = record[-1][0] if record else 0.0
+    exchange.sdk = view
+    return exchange
+
+
+def read_completion(completion: Any) -> dict[str, Any]:
+    """Every field a user's code reads from a non-streamed Completion."""
+    return {
+        "id": completion.id,
+        "object": completion.object,
+        "created": completion.created,
+        "model": completion.model,
+        "choices": [_read_choice(c) for c in completion.choices],
+        "usage": _read_usage(completion.usage),
+    }
+
+
+def read_stream(stream: Any) -> dict[str, Any]:
+    """Consume a Stream as users do: text per index, finish reasons, the usage chunk."""
+    texts: dict[int, str] = {}
+    finish: dict[int, str] = {}
+    chunks = 0
+    usage = None
+    for chunk in stream:
+        chunks += 1
+        for choice in chunk.choices:
+            seen = _read_choice(choice)
+            texts[seen["index"]] = texts.get(seen["index"], "") + seen["text"]
+            if seen["finish_reason"] is not None:
+                finish[seen["index"]] = seen["finish_reason"]
+        if chunk.usage is not None:
+            usage = _read_usage(chunk.usage)
+    return {"chunks": chunks, "texts": texts, "finish_reasons": finish, "usage": usage}
+
+
+def _read_choice(choice: Any) -> dict[str, Any]:
+    logprobs = choice.logprobs
+    return {
+        "index": int(choice.index),
+        "text": str(choice.text),
+        "finish_reason": choice.finish_reason,
+        "tokens": list(logprobs.tokens or []) if logprobs is not None else None,
+        "token_logprobs": list(logprobs.token_logprobs or []) if logprobs is not None else None,
+    }
+
+
+def _read_usage(usage: Any) -> dict[str, int] | None:
+    if usage is None:
+        return None
+    return {
+        "prompt_tokens": int(usage.prompt_tokens),
+        "completion_tokens": int(usage.completion_tokens),
+        "total_tokens": int(usage.total_tokens),
+    }
