@@ -160,9 +160,8 @@ class Results:
                 shown = shown or evidence(exchange)
                 tally.examples.append({"message": f.message, "outcome": f.outcome, **shown})
         if exchange.case.mode in ("valid", "edge") and exchange.case.tags:
-            outcome = capability_outcome(exchange, findings)
             for feature in sorted(exchange.case.tags):
-                self.note_capability(feature, outcome)
+                self.note_capability(feature, capability_outcome(exchange, findings, feature))
 
     def note_capability(self, feature: str, outcome: str) -> None:
         """Count how the target treated a declared feature: honoured, rejected or broke."""
@@ -233,14 +232,31 @@ class Results:
         return json.dumps(self.to_json(), indent=2, sort_keys=False)
 
 
-def capability_outcome(exchange: Exchange, findings: list[Finding]) -> str:
-    """How a valid request's features fared: honoured, rejected (proper 4xx) or broke."""
+# The requirements that judge what a feature does, by requirement-ID prefix: a failure
+# of one of them breaks the feature; a failure elsewhere (an empty `id`, say) does not.
+FEATURE_REQUIREMENTS: dict[str, tuple[str, ...]] = {
+    "param:n": ("CHOICES-", "STREAM-INDEXES"),
+    "param:best_of": ("CHOICES-", "USAGE-MAX-TOKENS"),
+    "param:max_tokens": ("USAGE-MAX-TOKENS", "FINISH-LENGTH", "STREAM-MAX-TOKENS"),
+    "param:echo": ("ECHO-", "STREAM-ECHO"),
+    "param:logprobs": ("LOGPROBS-", "STREAM-LOGPROBS"),
+    "param:stop": ("STOP-", "STREAM-STOP"),
+    "param:stream": ("STREAM-",),
+    "param:stream_options": ("STREAM-USAGE",),
+    "prompt:": ("CHOICES-",),
+}
+
+
+def capability_outcome(exchange: Exchange, findings: list[Finding], feature: str) -> str:
+    """How a valid request's feature fared: honoured, rejected (proper 4xx) or broke."""
     status = exchange.status
     if status is not None and 400 <= status < 500 and status != 429:
         return "rejected"
-    if status == 200 and not any(f.outcome == "failed" for f in findings):
-        return "honoured"
-    return "broke"
+    if status != 200:
+        return "broke"  # 5xx, another status, or no answer at all
+    prefixes = next((v for k, v in FEATURE_REQUIREMENTS.items() if feature.startswith(k)), ())
+    broken = any(f.outcome == "failed" and f.requirement.startswith(prefixes) for f in findings)
+    return "broke" if broken else "honoured"
 
 
 def tokens_used(exchange: Exchange) -> int:
