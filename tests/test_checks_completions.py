@@ -42,7 +42,7 @@ ROWS: list[tuple[str, dict[str, Any], set[str], tuple[str, ...]]] = [
     ("top-logprobs-extra", LOGPROBS, {"LOGPROBS-TOP-COUNT"}, FLAVORS),
     ("text-offset-decreasing", LOGPROBS, {"LOGPROBS-OFFSETS"}, FLAVORS),
     ("tokens-mismatch-text", LOGPROBS, {"LOGPROBS-TOKENS-TEXT"}, FLAVORS),
-    ("capability-500", {"best_of": 2}, {"VALID-NO-5XX", "ERROR-ENVELOPE"}, FLAVORS),
+    ("capability-500", {"best_of": 2}, {"VALID-NO-5XX"}, FLAVORS),
 ]
 
 
@@ -57,9 +57,8 @@ def test_requirement_fails_on_its_fault_only(
     request = case(**fields)
     assert failed(targets.get(flavor).judge(request)) == set(), "conformant target must pass"
     findings = targets.get(flavor, fault).judge(request)
-    # The error-envelope requirement arrives with another issue; ignore it until registered.
-    assert failed(findings) == expected & (set(findings) | {"HTTP-STATUS-DECLARED"})
-    for rid in expected & set(findings):
+    assert failed(findings) == expected
+    for rid in expected:
         assert findings[rid].message, f"{rid} must say what is wrong"
 
 
