@@ -18,6 +18,7 @@ import pytest
 from conformance.case import Case
 from conformance.client import Client
 from conformance.exchange import Exchange
+from conformance.latency import stream_latency
 from conformance.requirements import REGISTRY, Level, Requirement
 from conformance.results import Finding, Results, evaluate, tokens_used
 from conformance.spec import Spec
@@ -122,6 +123,9 @@ class ItemRun:
     def judge(self, exchange: Exchange, related: tuple[Exchange, ...] = ()) -> list[Finding]:
         findings = evaluate(self.run.requirements, self.spec, exchange, related)
         self.results.record(exchange, findings)
+        latency = stream_latency(exchange)
+        if latency is not None:
+            self.results.latency.append(latency)
         self.failures += [(f, exchange) for f in findings if f.outcome == "failed"]
         return findings
 

@@ -1,4 +1,10 @@
-"""Request-aware requirements: does the completion answer the request that was sent?"""
+"""Request-aware requirements: does the completion answer the request that was sent?
+
+The rules themselves are the ``check_*`` helpers, which judge a list of *labelled*
+choices (a choice with the name a message gives it). The requirements here hand them
+the choices of a non-streamed body; ``streaming.py`` hands them the choices it
+assembles from a stream, so both modes are judged by the same logic.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +12,36 @@ from typing import Any
 
 from conformance.checks.common import choices_of, completion, is_int
 from conformance.requirements import Context, Level, Unsupported, Violation, requirement
-from conformance.spec import Spec
+from conformance.spec import Schema, Spec
 
 MUST, SHOULD, CAPABILITY = Level.MUST, Level.SHOULD, Level.CAPABILITY
 SPEC_TEXT = "spec text: CreateCompletionRequest"
 
+#: Choices with the name a message calls them by (``choices[0]``, ``streamed choices[0]``).
+Labelled = list[tuple[str, dict[str, Any]]]
+
+
+def labelled(body: Any, prefix: str = "choices") -> Labelled:
+    """The choice objects of a body, named ``<prefix>[i]`` by position."""
+    if not isinstance(body, dict):
+        return []
+    return [(f"{prefix}[{i}]", c) for i, c in enumerate(choices_of(body))]
+
+
+def _body_choices(ctx: Context) -> Labelled:
+    return labelled(ctx.exchange.json)
+
 
 def finish_reasons(spec: Spec) -> tuple[str, ...]:
     """The finish_reason enum the spec declares for choices (empty when it has none)."""
-    items = ((spec.response_schema or {}).get("properties") or {}).get("choices", {}).get("items")
-    schema = ((items or {}).get("properties") or {}).get("finish_reason") or {}
-    for branch in [schema, *schema.get("anyOf", [])]:
+    return declared_finish_reasons(spec.response_schema)
+
+
+def declared_finish_reasons(schema: Schema | None) -> tuple[str, ...]:
+    """The finish_reason enum a completion or chunk schema declares (empty when none)."""
+    items = ((schema or {}).get("properties") or {}).get("choices", {}).get("items")
+    field = ((items or {}).get("properties") or {}).get("finish_reason") or {}
+    for branch in [field, *field.get("anyOf", [])]:
         if "enum" in branch:
             return tuple(v for v in branch["enum"] if v is not None)
     return ()
@@ -61,16 +86,13 @@ def stops(ctx: Context) -> list[str]:
     return []
 
 
-def _logprobs_objects(ctx: Context) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
-    return [
-        (i, c, c["logprobs"])
-        for i, c in enumerate(choices_of(ctx.exchange.json))
-        if isinstance(c.get("logprobs"), dict)
-    ]
+def logprobs_objects(choices: Labelled) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """The choices that carry a logprobs object, with that object."""
+    return [(name, c, c["logprobs"]) for name, c in choices if isinstance(c.get("logprobs"), dict)]
 
 
 def _has_logprobs(ctx: Context) -> bool:
-    return completion(ctx) and bool(_logprobs_objects(ctx))
+    return completion(ctx) and bool(logprobs_objects(_body_choices(ctx)))
 
 
 @requirement(
@@ -120,7 +142,11 @@ def _usage(ctx: Context) -> dict[str, Any] | None:
     applies=lambda ctx: completion(ctx) and _usage(ctx) is not None,
 )
 def usage_total(ctx: Context) -> None:
-    usage = _usage(ctx) or {}
+    check_usage_total(_usage(ctx) or {})
+
+
+def check_usage_total(usage: dict[str, Any]) -> None:
+    """Integer counts with total_tokens = prompt_tokens + completion_tokens."""
     parts = [usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")]
     if not all(is_int(p) for p in parts):
         raise Violation(f"usage counts are not all integers: {usage}")
@@ -131,7 +157,8 @@ def usage_total(ctx: Context) -> None:
         )
 
 
-def _token_bound(ctx: Context) -> int | None:
+def token_bound(ctx: Context) -> int | None:
+    """The most completion tokens max_tokens allows over all choices (None: no max_tokens)."""
     max_tokens = ctx.case.body.get("max_tokens")
     if not is_int(max_tokens):
         return None
@@ -147,31 +174,34 @@ def _token_bound(ctx: Context) -> int | None:
     statement="No choice generates more than max_tokens tokens: completion_tokens <= "
     "max_tokens × choices (× best_of candidates), and per choice where logprobs show it.",
     source=SPEC_TEXT + ".max_tokens",
-    applies=lambda ctx: completion(ctx) and _token_bound(ctx) is not None,
+    applies=lambda ctx: completion(ctx) and token_bound(ctx) is not None,
 )
 def usage_max_tokens(ctx: Context) -> None:
-    bound = _token_bound(ctx)
+    check_max_tokens(ctx, _usage(ctx), _body_choices(ctx))
+
+
+def check_max_tokens(ctx: Context, usage: dict[str, Any] | None, choices: Labelled) -> None:
+    """completion_tokens within the bound, and no choice longer than max_tokens."""
+    bound = token_bound(ctx)
     assert bound is not None
-    usage = _usage(ctx) or {}
-    done = usage.get("completion_tokens")
+    done = (usage or {}).get("completion_tokens")
     if is_int(done) and done > bound:
         raise Violation(f"completion_tokens {done} exceeds the bound {bound} set by max_tokens")
     limit = ctx.case.body["max_tokens"]
-    for i, count in _generated_counts(ctx):
+    for name, _, count in generated_counts(ctx, choices):
         if count > limit:
-            raise Violation(f"choices[{i}] has {count} generated tokens, max_tokens is {limit}")
+            raise Violation(f"{name} has {count} generated tokens, max_tokens is {limit}")
 
 
-def _generated_counts(ctx: Context) -> list[tuple[int, int]]:
+def generated_counts(ctx: Context, choices: Labelled) -> list[tuple[str, dict[str, Any], int]]:
     """Per choice, the generated token count shown by its logprobs (no echo)."""
     if ctx.case.body.get("echo") is True:
         return []
-    out = []
-    for i, _, lp in _logprobs_objects(ctx):
-        tokens = lp.get("tokens")
-        if isinstance(tokens, list):
-            out.append((i, len(tokens)))
-    return out
+    return [
+        (name, choice, len(lp["tokens"]))
+        for name, choice, lp in logprobs_objects(choices)
+        if isinstance(lp.get("tokens"), list)
+    ]
 
 
 @requirement(
@@ -184,16 +214,20 @@ def _generated_counts(ctx: Context) -> list[tuple[int, int]]:
     applies=lambda ctx: completion(ctx) and is_int(ctx.case.body.get("max_tokens")),
 )
 def finish_length(ctx: Context) -> None:
+    check_finish_length(ctx, _body_choices(ctx))
+
+
+def check_finish_length(ctx: Context, choices: Labelled) -> None:
+    """Choices that generated max_tokens tokens (all of them for 0) finish with "length"."""
     limit = ctx.case.body["max_tokens"]
-    choices = choices_of(ctx.exchange.json)
-    hit = [i for i, count in _generated_counts(ctx) if count >= limit]
+    hit = [(name, c) for name, c, count in generated_counts(ctx, choices) if count >= limit]
     if limit == 0:
-        hit = list(range(len(choices)))
-    for i in hit:
-        reason = choices[i].get("finish_reason")
+        hit = list(choices)
+    for name, choice in hit:
+        reason = choice.get("finish_reason")
         if reason != "length":
             raise Violation(
-                f'choices[{i}] reached max_tokens={limit} but finish_reason is {reason!r}, not "length"'
+                f'{name} reached max_tokens={limit} but finish_reason is {reason!r}, not "length"'
             )
 
 
@@ -206,11 +240,15 @@ def finish_length(ctx: Context) -> None:
     applies=lambda ctx: completion(ctx) and bool(finish_reasons(ctx.spec)),
 )
 def finish_enum(ctx: Context) -> None:
-    allowed = finish_reasons(ctx.spec)
-    for i, choice in enumerate(choices_of(ctx.exchange.json)):
+    check_finish_enum(finish_reasons(ctx.spec), _body_choices(ctx))
+
+
+def check_finish_enum(allowed: tuple[str, ...], choices: Labelled) -> None:
+    """Every non-null finish_reason is one of ``allowed``."""
+    for name, choice in choices:
         reason = choice.get("finish_reason")
         if reason is not None and reason not in allowed:
-            raise Violation(f"choices[{i}].finish_reason is {reason!r}, not one of {list(allowed)}")
+            raise Violation(f"{name}.finish_reason is {reason!r}, not one of {list(allowed)}")
 
 
 @requirement(
@@ -226,11 +264,16 @@ def finish_enum(ctx: Context) -> None:
     ),
 )
 def echo_prefix(ctx: Context) -> None:
-    for i, choice in enumerate(choices_of(ctx.exchange.json)):
+    check_echo_prefix(ctx, _body_choices(ctx))
+
+
+def check_echo_prefix(ctx: Context, choices: Labelled) -> None:
+    """Each choice's text starts with its prompt."""
+    for name, choice in choices:
         prompt, text = prompt_of(ctx, choice), choice.get("text")
         if isinstance(prompt, str) and isinstance(text, str) and not text.startswith(prompt):
             raise Violation(
-                f"choices[{i}].text {text[:60]!r} does not start with the prompt {prompt[:60]!r}"
+                f"{name}.text {text[:60]!r} does not start with the prompt {prompt[:60]!r}"
             )
 
 
@@ -244,15 +287,20 @@ def echo_prefix(ctx: Context) -> None:
     applies=lambda ctx: completion(ctx) and requested_logprobs(ctx.case.body) != 0,
 )
 def logprobs_presence(ctx: Context) -> None:
+    check_logprobs_presence(ctx, _body_choices(ctx))
+
+
+def check_logprobs_presence(ctx: Context, choices: Labelled) -> None:
+    """A logprobs object on every choice when requested (>= 1), on none when not."""
     wanted = requested_logprobs(ctx.case.body)
-    for i, choice in enumerate(choices_of(ctx.exchange.json)):
+    for name, choice in choices:
         has = isinstance(choice.get("logprobs"), dict)
         if wanted and not has:
             raise Violation(
-                f"logprobs={wanted} requested but choices[{i}].logprobs is {choice.get('logprobs')!r}"
+                f"logprobs={wanted} requested but {name}.logprobs is {choice.get('logprobs')!r}"
             )
         if wanted is None and has:
-            raise Violation(f"logprobs not requested but choices[{i}] carries a logprobs object")
+            raise Violation(f"logprobs not requested but {name} carries a logprobs object")
 
 
 @requirement(
@@ -264,14 +312,19 @@ def logprobs_presence(ctx: Context) -> None:
     applies=_has_logprobs,
 )
 def logprobs_shape(ctx: Context) -> None:
-    for i, _, lp in _logprobs_objects(ctx):
+    check_logprobs_shape(_body_choices(ctx))
+
+
+def check_logprobs_shape(choices: Labelled) -> None:
+    """The parallel logprobs arrays have equal lengths."""
+    for name, _, lp in logprobs_objects(choices):
         lengths = {
             k: len(lp[k])
             for k in ("tokens", "token_logprobs", "top_logprobs", "text_offset")
             if isinstance(lp.get(k), list)
         }
         if len(set(lengths.values())) > 1:
-            raise Violation(f"choices[{i}].logprobs arrays differ in length: {lengths}")
+            raise Violation(f"{name}.logprobs arrays differ in length: {lengths}")
 
 
 def _echoed_first(ctx: Context, j: int) -> bool:
@@ -288,18 +341,21 @@ def _echoed_first(ctx: Context, j: int) -> bool:
     applies=_has_logprobs,
 )
 def logprobs_values(ctx: Context) -> None:
-    for i, _, lp in _logprobs_objects(ctx):
+    check_logprobs_values(ctx, _body_choices(ctx))
+
+
+def check_logprobs_values(ctx: Context, choices: Labelled) -> None:
+    """Every logprob is a number <= 0 (null only for the first echoed token)."""
+    for name, _, lp in logprobs_objects(choices):
         for j, value in enumerate(lp.get("token_logprobs") or []):
             if value is None and _echoed_first(ctx, j):
                 continue
             if not isinstance(value, int | float) or isinstance(value, bool) or value > 0:
-                raise Violation(f"choices[{i}].logprobs.token_logprobs[{j}] is {value!r}")
+                raise Violation(f"{name}.logprobs.token_logprobs[{j}] is {value!r}")
         for j, top in enumerate(lp.get("top_logprobs") or []):
             for token, value in (top or {}).items():
                 if not isinstance(value, int | float) or value > 0:
-                    raise Violation(
-                        f"choices[{i}].logprobs.top_logprobs[{j}][{token!r}] is {value!r}"
-                    )
+                    raise Violation(f"{name}.logprobs.top_logprobs[{j}][{token!r}] is {value!r}")
 
 
 @requirement(
@@ -311,18 +367,21 @@ def logprobs_values(ctx: Context) -> None:
     applies=lambda ctx: _has_logprobs(ctx) and requested_logprobs(ctx.case.body) is not None,
 )
 def logprobs_top_count(ctx: Context) -> None:
+    check_logprobs_top_count(ctx, _body_choices(ctx))
+
+
+def check_logprobs_top_count(ctx: Context, choices: Labelled) -> None:
+    """Each top_logprobs entry is an object of at most logprobs + 1 tokens."""
     limit = (requested_logprobs(ctx.case.body) or 0) + 1
-    for i, _, lp in _logprobs_objects(ctx):
+    for name, _, lp in logprobs_objects(choices):
         for j, top in enumerate(lp.get("top_logprobs") or []):
             if top is None and _echoed_first(ctx, j):
                 continue
             if not isinstance(top, dict):
-                raise Violation(
-                    f"choices[{i}].logprobs.top_logprobs[{j}] is {top!r}, not an object"
-                )
+                raise Violation(f"{name}.logprobs.top_logprobs[{j}] is {top!r}, not an object")
             if len(top) > limit:
                 raise Violation(
-                    f"choices[{i}].logprobs.top_logprobs[{j}] has {len(top)} entries, at most {limit} allowed"
+                    f"{name}.logprobs.top_logprobs[{j}] has {len(top)} entries, at most {limit} allowed"
                 )
 
 
@@ -335,12 +394,12 @@ def logprobs_top_count(ctx: Context) -> None:
     applies=_has_logprobs,
 )
 def logprobs_offsets(ctx: Context) -> None:
-    for i, _, lp in _logprobs_objects(ctx):
+    for name, _, lp in logprobs_objects(_body_choices(ctx)):
         offsets = lp.get("text_offset") or []
         for j in range(1, len(offsets)):
             if offsets[j] < offsets[j - 1]:
                 raise Violation(
-                    f"choices[{i}].logprobs.text_offset decreases at {j}: {offsets[j - 1]} -> {offsets[j]}"
+                    f"{name}.logprobs.text_offset decreases at {j}: {offsets[j - 1]} -> {offsets[j]}"
                 )
 
 
@@ -353,14 +412,14 @@ def logprobs_offsets(ctx: Context) -> None:
     applies=_has_logprobs,
 )
 def logprobs_tokens_text(ctx: Context) -> None:
-    for i, choice, lp in _logprobs_objects(ctx):
+    for name, choice, lp in logprobs_objects(_body_choices(ctx)):
         tokens = lp.get("tokens")
         if not isinstance(tokens, list) or any(str(t).startswith("bytes:") for t in tokens):
             continue
         joined = "".join(str(t) for t in tokens)
         if joined != choice.get("text"):
             raise Violation(
-                f"choices[{i}]: tokens join to {joined[:60]!r}, text is {str(choice.get('text'))[:60]!r}"
+                f"{name}: tokens join to {joined[:60]!r}, text is {str(choice.get('text'))[:60]!r}"
             )
 
 
@@ -373,11 +432,16 @@ def logprobs_tokens_text(ctx: Context) -> None:
     applies=lambda ctx: completion(ctx) and bool(stops(ctx)),
 )
 def stop_absent(ctx: Context) -> None:
-    for i, choice in enumerate(choices_of(ctx.exchange.json)):
+    check_stop_absent(ctx, _body_choices(ctx))
+
+
+def check_stop_absent(ctx: Context, choices: Labelled) -> None:
+    """No stop sequence in the generated part of any choice's text."""
+    for name, choice in choices:
         text = completion_part(ctx, choice)
         for stop in stops(ctx):
             if text is not None and stop in text:
-                raise Violation(f"choices[{i}].text contains the stop sequence {stop!r}")
+                raise Violation(f"{name}.text contains the stop sequence {stop!r}")
 
 
 @requirement(

@@ -1047,6 +1047,16 @@ _BODY_FAULTS: dict[str, Callable[[dict[str, Any], CompletionRequest], None]] = {
 }
 
 
+#: Body faults on logprobs that streams show too: applied to every content chunk, whose
+#: ``choices`` are shaped like a body's.
+_LOGPROBS_FAULTS = (
+    "logprobs-ignored",
+    "logprobs-length-mismatch",
+    "logprobs-positive",
+    "top-logprobs-extra",
+)
+
+
 def _json_response(target: _Target, request: CompletionRequest) -> Response:
     """A non-streamed completion."""
     choices = _generate(target, request, streamed=False)
@@ -1129,6 +1139,10 @@ def _stream_items(target: _Target, request: CompletionRequest) -> list[Any]:
         items.append(usage_chunk)
     items.append(DONE)
     context = _StreamContext(target, request, usage, usage_chunk)
+    for name in _LOGPROBS_FAULTS:
+        if target.has(name):  # fault: see _LOGPROBS_FAULTS
+            for item in filter(_is_content, items):
+                _BODY_FAULTS[name](item, request)
     for name, hook in _STREAM_FAULTS.items():
         if target.has(name):  # fault: see _STREAM_FAULTS
             items = hook(items, context)
