@@ -13,7 +13,7 @@ import json
 import secrets
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import httpx
 
@@ -87,6 +87,9 @@ class Client:
         )
         self.requests_sent = 0
         self.retries = 0
+        # Values too short to be secrets would blank out ordinary text if scrubbed.
+        values = [self.api_key or "", *self.extra_headers.values()]
+        self._secrets = [v.encode() for v in values if len(v) >= 4]
 
     def close(self) -> None:
         self._http.close()
@@ -157,15 +160,30 @@ class Client:
             elif isinstance(exc, httpx.WriteTimeout):
                 exchange.transport_error = f"sending the request to {self.url} timed out"
             else:
-                exchange.transport_error = (
-                    f"bound hit: {what} exceeded {waited:g} s (--timeout/limits)"
-                )
+                option = "--request-timeout" if exchange.status is None else "--stream-gap"
+                exchange.transport_error = f"bound hit: {what} exceeded {waited:g} s ({option})"
         except httpx.ConnectError as exc:
             exchange.transport_error = f"cannot connect to {self.url}: {_reason(exc)}"
         except httpx.HTTPError as exc:
             exchange.transport_error = f"transport error from {self.url}: {_reason(exc)}"
         exchange.elapsed = time.perf_counter() - start
+        self._scrub(exchange)
         return exchange
+
+    def _scrub(self, exchange: Exchange) -> None:
+        """Hide our secrets where a target echoes them back, so no report can show them."""
+        for secret in self._secrets:
+            text = secret.decode()
+            if secret in exchange.body:
+                exchange.body = exchange.body.replace(secret, REDACTED.encode())
+            if any(text in v for _, v in exchange.headers.items):
+                exchange.headers = Headers(
+                    [(k, v.replace(text, REDACTED)) for k, v in exchange.headers.items]
+                )
+            if exchange.events and any(text in ev.data for ev in exchange.events):
+                exchange.events = [
+                    replace(ev, data=ev.data.replace(text, REDACTED)) for ev in exchange.events
+                ]
 
     def _read_body(self, response: httpx.Response, exchange: Exchange, start: float) -> None:
         limits = self.limits

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from conformance.case import Case
-from conformance.client import Client
+from conformance.client import Client, RetryPolicy
 from conformance.exchange import Exchange
 from conformance.latency import stream_latency
 from conformance.requirements import REGISTRY, Level, Requirement
@@ -24,6 +24,42 @@ from conformance.results import Finding, Results, evaluate, tokens_used
 from conformance.spec import Spec
 
 EXIT_NO_VERDICT = 3  # distinct from pytest's 1 (tests failed): no verdict was reached
+#: Results.meta key: how often each status code was answered (status as a string).
+OBSERVED = "observed_statuses"
+
+
+def no_verdict_reason(retry: RetryPolicy) -> str:
+    """Why a rate-limited run reached no verdict, in one line."""
+    return (
+        f"the target kept answering 429 (rate limited) after {retry.max_retries} retries "
+        f"within {retry.max_wait:g} s"
+    )
+
+
+def merge_observed(into: Results, other: Results) -> None:
+    """Fold ``other``'s status counts into ``into`` (Results.merge keeps meta's first value)."""
+    counts: dict[str, int] = dict(into.meta.get(OBSERVED, {}))
+    for status, n in other.meta.get(OBSERVED, {}).items():
+        counts[status] = counts.get(status, 0) + int(n)
+    into.meta[OBSERVED] = dict(sorted(counts.items()))
+
+
+def status_summary(results: Results, spec: Spec) -> str:
+    """One line: the statuses answered, and the declared ones never seen."""
+    counts: dict[str, int] = results.meta.get(OBSERVED, {})
+    seen = ", ".join(f"{s} x{n}" for s, n in sorted(counts.items())) or "none"
+    unseen = [
+        d
+        for d in spec.declared_statuses
+        if not any(s == d or (d.endswith("XX") and s[0] == d[0]) for s in counts) and d != "default"
+    ]
+    undeclared = [s for s in sorted(counts) if not spec.is_declared(int(s))]
+    line = f"statuses observed: {seen}"
+    if unseen:
+        line += f"; declared but not observed: {', '.join(unseen)}"
+    if undeclared:
+        line += f"; undeclared: {', '.join(undeclared)}"
+    return line
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +143,9 @@ class ItemRun:
         return self.run.settings
 
     def send(self, case: Case, related: tuple[Exchange, ...] = ()) -> Exchange | None:
-        """Send one case and judge it; None when the budget is spent."""
+        """Send one case and judge it; None when the budget is spent or the target rate-limits."""
+        if self.run.rate_limited:
+            return None
         try:
             self.run.budget.take_request()
         except BudgetSpent as exc:
@@ -115,19 +153,34 @@ class ItemRun:
             return None
         exchange = self.run.client.send(case)
         self.run.budget.spend_tokens(tokens_used(exchange))
-        if exchange.status == 429 and exchange.retries >= self.run.client.retry.max_retries:
+        if exchange.status == 429:
+            # Still rate limited after the retries the policy allows: the case got no
+            # answer, so it is not judged (a check would blame the target for the 429);
+            # stop sending, and let the controller end the run without a verdict.
             self.run.rate_limited = True
+            self.results.meta["no_verdict"] = no_verdict_reason(self.run.client.retry)
+            self.results.spent["requests"] += 1 + exchange.retries
+            self.results.spent["retries"] += exchange.retries
+            self._observe(exchange)
+            return exchange
         self.judge(exchange, related)
         return exchange
 
     def judge(self, exchange: Exchange, related: tuple[Exchange, ...] = ()) -> list[Finding]:
         findings = evaluate(self.run.requirements, self.spec, exchange, related)
         self.results.record(exchange, findings)
+        self._observe(exchange)
         latency = stream_latency(exchange)
         if latency is not None:
             self.results.latency.append(latency)
         self.failures += [(f, exchange) for f in findings if f.outcome == "failed"]
         return findings
+
+    def _observe(self, exchange: Exchange) -> None:
+        """Count the answer's status code (Results.meta["observed_statuses"])."""
+        if exchange.status is not None:
+            observed = self.results.meta.setdefault(OBSERVED, {})
+            observed[str(exchange.status)] = observed.get(str(exchange.status), 0) + 1
 
     def send_all(self, cases: Iterable[Case]) -> list[Exchange]:
         out = []
@@ -139,12 +192,12 @@ class ItemRun:
         return out
 
     def verdict(self) -> None:
-        """Fail the test when a deciding requirement failed; skip when nothing was judged."""
-        if self.run.rate_limited:
-            pytest.exit(
-                "conformance: the target kept answering 429 after retries; no verdict reached",
-                returncode=EXIT_NO_VERDICT,
-            )
+        """Fail the test when a deciding requirement failed; skip when nothing was judged.
+
+        A rate-limited item is skipped, not ended with pytest.exit (which breaks xdist
+        workers): its results carry ``meta["no_verdict"]`` to the controller, which
+        ends the run with EXIT_NO_VERDICT (plugin.pytest_sessionfinish).
+        """
         deciding = {Level.MUST.value} | ({Level.SHOULD.value} if self.settings.strict else set())
         lines: list[str] = []
         seen: set[str] = set()
@@ -161,5 +214,9 @@ class ItemRun:
             )
         if lines:
             pytest.fail("\n".join(lines), pytrace=False)
+        if self.run.rate_limited:
+            pytest.skip(
+                f"conformance: no verdict reached: {no_verdict_reason(self.run.client.retry)}"
+            )
         if self.budget_note and not self.results.spent["requests"]:
             pytest.skip(self.budget_note)

@@ -19,7 +19,14 @@ from typing import Any
 import pytest
 
 from conformance.client import Client, Limits, Pacer, RetryPolicy
-from conformance.engine import EXIT_NO_VERDICT, ItemRun, Run, Settings
+from conformance.engine import (
+    EXIT_NO_VERDICT,
+    ItemRun,
+    Run,
+    Settings,
+    merge_observed,
+    status_summary,
+)
 from conformance.requirements import REGISTRY, load_checks
 from conformance.results import Results
 from conformance.spec import BUILTIN_SPECS, SpecError, load_spec
@@ -297,7 +304,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         return
     config = _config_of(report)
     if config is not None and RESULTS_KEY in config.stash:
-        config.stash[RESULTS_KEY].merge(Results.from_json(json.loads(payload)))
+        incoming = Results.from_json(json.loads(payload))
+        merge_observed(config.stash[RESULTS_KEY], incoming)
+        config.stash[RESULTS_KEY].merge(incoming)
 
 
 _CONFIG: list[pytest.Config] = []
@@ -321,6 +330,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     results = config.stash[RESULTS_KEY]
     results.meta["wall_time"] = round(time.time() - results.meta["started"], 3)
     run = config.stash[RUN_KEY]
+    no_verdict = results.meta.get("no_verdict")
+    if no_verdict and not results.failing(strict=run.settings.strict):
+        # A worker's item was rate limited: the controller, not the worker, ends the
+        # run, so that this works the same with and without pytest-xdist.
+        session.exitstatus = exitstatus = EXIT_NO_VERDICT
     results.meta["verdict"] = verdict(results, exitstatus, strict=run.settings.strict)
     from reports import write_all
 
@@ -330,11 +344,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if reporter is not None:
         spent = results.spent
         reporter.write_sep("-", "conformance")
+        why = f" ({no_verdict})" if results.meta["verdict"] == "no-verdict" and no_verdict else ""
         reporter.write_line(
-            f"verdict: {results.meta['verdict']}; spent {int(spent['requests'])} requests, "
+            f"verdict: {results.meta['verdict']}{why}; spent {int(spent['requests'])} requests, "
             f"{int(spent['tokens'])} tokens, {int(spent['retries'])} retries; "
             f"{results.meta['wall_time']:.1f} s"
         )
+        reporter.write_line(status_summary(results, run.spec))
         for path in written:
             reporter.write_line(f"report: {path}")
 

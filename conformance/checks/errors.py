@@ -1,0 +1,219 @@
+"""Error answers, credentials and request ids: the envelope, its media type, 401s and 404s.
+
+Besides the checks, this module builds the probes that exercise them (auth probes, an
+unknown model, cheap requests the spec says must be refused), so that the suite and the
+project's tests send exactly the requests these requirements recognise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.case import Auth, Case
+from conformance.checks.common import answered
+from conformance.requirements import Context, Level, Violation, requirement
+from conformance.spec import Spec
+
+MUST, SHOULD = Level.MUST, Level.SHOULD
+
+#: Tag of the probe that names a model the target cannot serve.
+UNKNOWN_MODEL_TAG = "probe:unknown-model"
+UNKNOWN_MODEL = "conformance-no-such-model"
+#: The credentials each auth probe sends, in words (Client.headers_for sends them).
+AUTH_PROBES: dict[Auth, str] = {
+    "none": "without credentials",
+    "malformed": "with a malformed Authorization header (`Bearer` and no key)",
+    "wrong": "with a wrong API key",
+}
+
+
+def _error_status(ctx: Context) -> bool:
+    status = ctx.exchange.status
+    return status is not None and status >= 400
+
+
+def _media_matches(media_type: str, declared: tuple[str, ...]) -> bool:
+    """Declared media types match with or without their parameters (erratum nscale-charset)."""
+    return any(media_type == d.split(";", 1)[0].strip().lower() for d in declared)
+
+
+def _envelope_hint(body: Any) -> str:
+    """Name the common wrong shapes, so the message says what the target did."""
+    if isinstance(body, dict) and "error" not in body and "detail" in body:
+        return ' (a FastAPI-style {"detail": ...} body)'
+    if isinstance(body, dict) and isinstance(body.get("error"), str):
+        return ' (the error is a bare string, as in {"error": "..."})'
+    return ""
+
+
+@requirement(
+    "ERROR-ENVELOPE",
+    level=MUST,
+    area="errors",
+    statement="Every 4xx and 5xx body is JSON in the spec's error envelope.",
+    source="spec: responses.4xx/5xx.content.*.schema (Nscale ErrorResponse, AIHubMix "
+    "GatewayError); OpenAI clients read error.message",
+    # A body cut short by a bound cannot be judged; HTTP-COMPLETE reports the bound.
+    applies=lambda ctx: _error_status(ctx) and ctx.exchange.bound is None,
+)
+def error_envelope(ctx: Context) -> None:
+    ex = ctx.exchange
+    if not ex.body:
+        raise Violation(f"the {ex.status} answer has an empty body, expected an error envelope")
+    if ex.json_error:
+        raise Violation(f"the {ex.status} error body: {ex.json_error}")
+    body = ex.json
+    if ctx.spec.error_schema is None:
+        # A spec without an error schema: hold the target to OpenAI's envelope.
+        error = body.get("error") if isinstance(body, dict) else None
+        if not isinstance(error, dict) or not isinstance(error.get("message"), str):
+            raise Violation(
+                f'the {ex.status} error body is not {{"error": {{"message": ...}}}}'
+                + _envelope_hint(body)
+            )
+        return
+    problem = ctx.spec.validate("error", body)
+    if problem:
+        raise Violation(
+            f"the {ex.status} error body is not the spec's error envelope: {problem}"
+            + _envelope_hint(body)
+        )
+
+
+@requirement(
+    "ERROR-CONTENT-TYPE",
+    level=MUST,
+    area="errors",
+    statement="Every 4xx and 5xx answer is served with the JSON media type the spec "
+    "declares for its status.",
+    source="spec: responses.4xx/5xx.content media types",
+    applies=_error_status,
+)
+def error_content_type(ctx: Context) -> None:
+    ex = ctx.exchange
+    assert ex.status is not None
+    # An undeclared status has no media type of its own; JSON is what clients parse.
+    declared = ctx.spec.media_types_for(ex.status) or ("application/json",)
+    if not _media_matches(ex.media_type, declared):
+        got = ex.content_type or "no Content-Type"
+        raise Violation(
+            f"the {ex.status} error is served as {got!r}, expected {' or '.join(declared)}"
+        )
+
+
+@requirement(
+    "AUTH-REQUIRED",
+    level=MUST,
+    area="auth",
+    statement="Where the spec declares bearer auth, a request without credentials, with a "
+    "malformed Authorization header or with a wrong key is answered 401.",
+    source="spec: components.securitySchemes (type http, scheme bearer); RFC 6750 §3.1",
+    # A 429 says nothing about auth; the run reports rate limiting on its own.
+    applies=lambda ctx: (
+        ctx.case.auth != "default"
+        and ctx.spec.bearer_auth
+        and ctx.exchange.status is not None
+        and ctx.exchange.status != 429
+    ),
+)
+def auth_required(ctx: Context) -> None:
+    status = ctx.exchange.status
+    what = AUTH_PROBES.get(ctx.case.auth, ctx.case.auth)
+    if status is not None and 200 <= status < 300:
+        raise Violation(
+            f"a request {what} was served ({status}), expected 401: credentials are not checked"
+        )
+    if status != 401:
+        raise Violation(f"a request {what} was answered {status}, expected 401")
+
+
+@requirement(
+    "MODEL-NOT-FOUND",
+    level=MUST,
+    area="errors",
+    statement="A request naming a model the target does not serve is answered 404 (with "
+    "the error envelope, judged by ERROR-ENVELOPE).",
+    source="spec: responses.404; OpenAI behaviour (model_not_found)",
+    applies=lambda ctx: (
+        UNKNOWN_MODEL_TAG in ctx.case.tags
+        and ctx.spec.is_declared(404)
+        and ctx.exchange.status is not None
+        and ctx.exchange.status != 429
+    ),
+)
+def model_not_found(ctx: Context) -> None:
+    status = ctx.exchange.status
+    model = ctx.case.body.get("model")
+    if status is not None and 200 <= status < 300:
+        raise Violation(
+            f"the unknown model {model!r} was served ({status}), expected 404 model not found"
+        )
+    if status != 404:
+        raise Violation(f"the unknown model {model!r} was answered {status}, expected 404")
+
+
+@requirement(
+    "REQUEST-ID-HEADER",
+    level=SHOULD,
+    area="transport",
+    statement="Every answer carries the request-id header the spec names.",
+    source="spec text: GatewayError (request_id lives in the X-Request-Id response header)",
+    applies=lambda ctx: answered(ctx) and ctx.spec.request_id_header is not None,
+)
+def request_id_header(ctx: Context) -> None:
+    name = ctx.spec.request_id_header
+    assert name is not None
+    value = ctx.exchange.headers.get(name)
+    if value is None or not value.strip():
+        raise Violation(f"the {ctx.exchange.status} answer has no {name} header")
+
+
+# -- the probes these requirements judge -------------------------------------------------
+
+
+def auth_probes(model: str) -> list[Case]:
+    """One cheap, otherwise valid request per kind of bad credentials."""
+    return [
+        Case(
+            {"model": model, "prompt": "Say hi", "max_tokens": 1},
+            mode="invalid",  # refused by design; INVALID-REJECTED skips auth probes
+            label=f"auth probe: {words}",
+            breaks=f"credentials: {words}",
+            auth=auth,
+        )
+        for auth, words in AUTH_PROBES.items()
+    ]
+
+
+def unknown_model_probe() -> Case:
+    """A cheap request for a model no target serves."""
+    return Case(
+        {"model": UNKNOWN_MODEL, "prompt": "Say hi", "max_tokens": 1},
+        mode="invalid",
+        label="unknown model",
+        breaks="model: names a model the target does not serve",
+        tags=frozenset({UNKNOWN_MODEL_TAG}),
+    )
+
+
+def bad_request_probes(spec: Spec, model: str) -> list[Case]:
+    """Cheap requests every target must refuse with 400: a broken body, a wrong type."""
+    cases = [
+        Case(
+            {},
+            mode="invalid",
+            label="400 probe: body is not JSON",
+            breaks="request body: not JSON",
+            raw_body=b'{"model": "' + model.encode() + b'", "prompt": ',
+        ),
+    ]
+    if "max_tokens" in spec.request_properties:
+        cases.append(
+            Case(
+                {"model": model, "prompt": "Say hi", "max_tokens": "one"},
+                mode="invalid",
+                label="400 probe: max_tokens is a string",
+                breaks="max_tokens: type integer",
+            )
+        )
+    return cases

@@ -1,0 +1,259 @@
+"""The error, auth and request-id requirements proven both ways against the reference target.
+
+Each row names a fault, the probes that exercise it and the requirements that must fail
+with it on: exactly those (no unrelated MUST failure), while the same probes on the
+conformant target of both flavors fail nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from support import API_KEY, MODEL, Targets, case, failed, judge
+
+from conformance.case import Case
+from conformance.checks.errors import (
+    AUTH_PROBES,
+    auth_probes,
+    bad_request_probes,
+    unknown_model_probe,
+)
+from conformance.client import Client, Limits, RetryPolicy
+from conformance.engine import OBSERVED, Run, Settings, merge_observed, status_summary
+from conformance.exchange import Exchange, Headers
+from conformance.requirements import REGISTRY, Level, load_checks
+from conformance.results import Results
+from conformance.spec import Spec, load_spec
+
+FLAVORS = ("aihubmix", "nscale")
+Probes = Callable[[Spec], list[Case]]
+
+
+def errors(spec: Spec) -> list[Case]:
+    """Every cheap error probe: 400s, 401s, the 404."""
+    return [*bad_request_probes(spec, MODEL), unknown_model_probe(), *auth_probes(MODEL)]
+
+
+def bad_requests(spec: Spec) -> list[Case]:
+    return bad_request_probes(spec, MODEL)
+
+
+def auth(spec: Spec) -> list[Case]:
+    return auth_probes(MODEL)
+
+
+def no_credentials(spec: Spec) -> list[Case]:
+    return [c for c in auth_probes(MODEL) if c.auth == "none"]
+
+
+def unknown_model(spec: Spec) -> list[Case]:
+    return [unknown_model_probe()]
+
+
+def valid(spec: Spec) -> list[Case]:
+    return [case()]
+
+
+# (fault, probes, requirements failing on every probe, flavors)
+ROWS: list[tuple[str, Probes, set[str], tuple[str, ...]]] = [
+    ("errors-422", bad_requests, {"HTTP-STATUS-DECLARED"}, FLAVORS),
+    ("errors-fastapi", errors, {"ERROR-ENVELOPE"}, FLAVORS),
+    ("errors-string", errors, {"ERROR-ENVELOPE"}, FLAVORS),
+    ("errors-text-plain", errors, {"ERROR-CONTENT-TYPE"}, FLAVORS),
+    ("auth-ignored", auth, {"AUTH-REQUIRED"}, FLAVORS),
+    ("auth-missing-400", no_credentials, {"AUTH-REQUIRED"}, FLAVORS),
+    # The unknown model is also a request the target must refuse: INVALID-REJECTED sees
+    # the same defect from the other side.
+    ("unknown-model-200", unknown_model, {"MODEL-NOT-FOUND", "INVALID-REJECTED"}, FLAVORS),
+    ("missing-request-id-header", errors, {"REQUEST-ID-HEADER"}, ("aihubmix",)),
+    ("missing-request-id-header", valid, {"REQUEST-ID-HEADER"}, ("aihubmix",)),
+    ("missing-request-id-header", valid, {"RESP-HEADERS-REQUIRED"}, ("nscale",)),
+]
+
+# Words each requirement's message must use, so that it names the problem.
+MESSAGES = {
+    "HTTP-STATUS-DECLARED": "status 422 is not declared",
+    "ERROR-ENVELOPE": "error envelope",
+    "ERROR-CONTENT-TYPE": "text/plain",
+    "AUTH-REQUIRED": "expected 401",
+    "MODEL-NOT-FOUND": "expected 404",
+    "INVALID-REJECTED": "answered 200",
+    "REQUEST-ID-HEADER": "no X-Request-Id header",
+    "RESP-HEADERS-REQUIRED": "INFERENCE-ID",
+}
+
+
+@pytest.mark.parametrize(
+    ("fault", "probes", "expected", "flavor"),
+    [(f, p, e, fl) for f, p, e, fls in ROWS for fl in fls],
+    ids=[f"{f}-{p.__name__}-{fl}" for f, p, _, fls in ROWS for fl in fls],
+)
+def test_requirement_fails_on_its_fault_only(
+    targets: Targets, fault: str, probes: Probes, expected: set[str], flavor: str
+) -> None:
+    good, bad = targets.get(flavor), targets.get(flavor, fault)
+    for probe in probes(good.spec):
+        assert failed(good.judge(probe)) == set(), f"conformant target fails {probe.label}"
+        findings = bad.judge(probe)
+        assert failed(findings) == expected, probe.label
+        for rid in expected:
+            assert MESSAGES[rid] in findings[rid].message, findings[rid].message
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+def test_error_probes_get_their_documented_status(targets: Targets, flavor: str) -> None:
+    target = targets.get(flavor)
+    statuses = {probe.label: target.send(probe).status for probe in errors(target.spec)}
+    assert statuses == {
+        "400 probe: body is not JSON": 400,
+        "400 probe: max_tokens is a string": 400,
+        "unknown model": 404,
+        **{f"auth probe: {words}": 401 for words in AUTH_PROBES.values()},
+    }
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+def test_auth_probes_are_not_judged_as_valid_or_invalid_requests(
+    targets: Targets, flavor: str
+) -> None:
+    """The request-aware requirements judge requests sent with the run's credentials only."""
+    for probe in auth_probes(MODEL):
+        findings = targets.get(flavor, "auth-ignored").judge(probe)
+        assert {"INVALID-REJECTED", "VALID-ACCEPTED", "VALID-NO-5XX"}.isdisjoint(findings)
+        assert findings["AUTH-REQUIRED"].message.startswith(f"a request {AUTH_PROBES[probe.auth]}")
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+def test_server_error_fails_and_is_never_retried(targets: Targets, flavor: str) -> None:
+    """Every fifth request answers 500: it fails VALID-NO-5XX and only that, unretried."""
+    target = targets.get(flavor, "server-error-500")
+    before = target.client.retries
+    exchanges = [target.send(case(max_tokens=1)) for _ in range(5)]
+    errors_500 = [ex for ex in exchanges if ex.status == 500]
+    assert len(errors_500) == 1
+    assert [ex.retries for ex in exchanges] == [0] * 5 and target.client.retries == before
+    findings = judge(target.spec, errors_500[0])
+    assert failed(findings) == {"VALID-NO-5XX"}
+    assert "answered 500" in findings["VALID-NO-5XX"].message
+
+
+def test_rate_limit_retries_are_counted_in_results(targets: Targets) -> None:
+    """429 + Retry-After: 0 on every third request is waited out and every retry counted."""
+    target = targets.get("aihubmix", "rate-limit-every-third")
+    run = Run(Settings(), target.spec, target.client)
+    item = run.item()
+    before = target.client.retries
+    exchanges = item.send_all([case(max_tokens=1) for _ in range(6)])
+    assert [ex.status for ex in exchanges] == [200] * 6
+    retries = target.client.retries - before
+    assert retries >= 2
+    assert item.results.spent["retries"] == retries == sum(ex.retries for ex in exchanges)
+    assert item.results.spent["requests"] == 6 + retries
+    assert not run.rate_limited and item.results.meta[OBSERVED] == {"200": 6}
+
+
+def test_always_rate_limited_stops_sending_and_reaches_no_verdict(targets: Targets) -> None:
+    """A 429 after the retries ends the item without a verdict and stops further requests."""
+    target = targets.get("aihubmix", "rate-limit-always")
+    retry = RetryPolicy(max_retries=1, max_wait=5)
+    client = Client(target.server.url, api_key=API_KEY, limits=Limits(ttfb=5), retry=retry)
+    run = Run(Settings(), target.spec, client)
+    item = run.item()
+    try:
+        sent = item.send_all([case(max_tokens=1) for _ in range(3)])
+    finally:
+        client.close()
+    assert [ex.status for ex in sent] == [429]
+    assert run.rate_limited and "429" in item.results.meta["no_verdict"]
+    # Not judged: a rate-limited exchange says nothing about the case it carried.
+    assert all(t.checked == 0 for t in item.results.tallies.values())
+    assert item.results.spent == {"requests": 2, "tokens": 0, "retries": 1}
+    with pytest.raises(pytest.skip.Exception, match="no verdict reached"):
+        item.verdict()
+
+
+def test_observed_statuses_merge_and_summarise() -> None:
+    spec = load_spec("aihubmix")
+    merged, a, b = Results(), Results(), Results()
+    a.meta[OBSERVED] = {"200": 3, "400": 1}
+    b.meta[OBSERVED] = {"200": 2, "422": 1}
+    for part in (a, b):
+        merge_observed(merged, part)
+        merged.merge(part)
+    assert merged.meta[OBSERVED] == {"200": 5, "400": 1, "422": 1}
+    assert status_summary(merged, spec) == (
+        "statuses observed: 200 x5, 400 x1, 422 x1; "
+        "declared but not observed: 401, 403, 404, 429, 5XX; undeclared: 422"
+    )
+
+
+# -- the checks on hand-made exchanges: what the reference target never sends -------------
+
+
+def exchange(status: int, body: bytes, content_type: str = "application/json") -> Exchange:
+    return Exchange(
+        case=case(),
+        url="http://127.0.0.1/v1/completions",
+        request_headers={},
+        request_body=b"{}",
+        status=status,
+        headers=Headers([("content-type", content_type), ("x-request-id", "req_1")]),
+        body=body,
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        (b"", "empty body"),
+        (b"\xff\xfe{}", "not valid UTF-8"),
+        (b"<html>Bad Gateway</html>", "not JSON"),
+        (b'{"error": {"message": 5}}', "error envelope"),
+    ],
+)
+def test_error_envelope_names_the_problem(body: bytes, words: str) -> None:
+    findings = judge(load_spec("aihubmix"), exchange(400, body))
+    assert failed(findings) == {"ERROR-ENVELOPE"}
+    assert words in findings["ERROR-ENVELOPE"].message
+
+
+def test_error_envelope_without_an_error_schema_is_openais() -> None:
+    spec = load_spec("aihubmix")
+    spec.error_schema = None
+    spec.__dict__.pop("validators", None)
+    assert "ERROR-ENVELOPE" not in failed(
+        judge(spec, exchange(400, b'{"error": {"message": "x"}}'))
+    )
+    findings = judge(spec, exchange(400, b'{"detail": "x"}'))
+    assert "FastAPI" in findings["ERROR-ENVELOPE"].message
+
+
+def test_cut_off_error_body_is_left_to_http_complete() -> None:
+    cut = exchange(500, b'{"error": {"mess')
+    cut.bound, cut.stream_error = "max-bytes", "bound hit: body larger than 16 bytes"
+    findings = judge(load_spec("nscale"), cut)
+    assert "ERROR-ENVELOPE" not in findings and "HTTP-COMPLETE" in failed(findings)
+
+
+def test_auth_required_only_where_the_spec_declares_bearer_auth() -> None:
+    spec = load_spec("nscale")
+    spec.bearer_auth = False
+    served = exchange(200, b"{}")
+    served.case = auth_probes(MODEL)[0]
+    assert "AUTH-REQUIRED" not in judge(spec, served)
+
+
+def test_levels_and_areas() -> None:
+    load_checks()
+    got = {rid: (REGISTRY[rid].level, REGISTRY[rid].area) for rid in MESSAGES}
+    assert got == {
+        "HTTP-STATUS-DECLARED": (Level.MUST, "schema"),
+        "ERROR-ENVELOPE": (Level.MUST, "errors"),
+        "ERROR-CONTENT-TYPE": (Level.MUST, "errors"),
+        "AUTH-REQUIRED": (Level.MUST, "auth"),
+        "MODEL-NOT-FOUND": (Level.MUST, "errors"),
+        "INVALID-REJECTED": (Level.MUST, "errors"),
+        "REQUEST-ID-HEADER": (Level.SHOULD, "transport"),
+        "RESP-HEADERS-REQUIRED": (Level.MUST, "schema"),
+    }
