@@ -115,6 +115,13 @@ def bound_values(schema: Any, field: str, *, nested: bool = True) -> list[tuple[
             full = example(leaf)
             for name in leaf.get("required") or ():
                 out.append(("required", {k: v for k, v in full.items() if k != name}))
+        if leaf.get("enum"):
+            # A value of the enum's own type that it does not list.
+            listed = leaf["enum"]
+            if all(isinstance(v, str) for v in listed):
+                out.append(("enum", "-".join(str(v) for v in listed[:2]) + "-unlisted"))
+            elif all(isinstance(v, int) and not isinstance(v, bool) for v in listed):
+                out.append(("enum", max(listed) + 1))
         if "string" in kinds:
             if leaf.get("minLength"):
                 out.append(("minLength", "x" * (leaf["minLength"] - 1)))

@@ -111,9 +111,9 @@ def make_plan(spec: Spec, *, model: str, max_tokens: int, vocab_size: int) -> Pl
     # still gets the four OpenAI forms: without a prompt there is no request to send.
     forms = forms or PROMPT_FORMS
     limit = 10**9
-    mt = _ints(view, "max_tokens", 0, max_tokens)
-    if view.declares("max_tokens") and mt is None:
-        mt = (view.interval("max_tokens").closed_ints(0, limit)[0],) * 2
+    max_tokens_range = _ints(view, "max_tokens", 0, max_tokens)
+    if view.declares("max_tokens") and max_tokens_range is None:
+        max_tokens_range = (view.interval("max_tokens").closed_ints(0, limit)[0],) * 2
     stop_min, stop_max = view.array_bounds("stop")
     stop_items = None
     if view.accepts("stop", ["x"]):
@@ -135,7 +135,7 @@ def make_plan(spec: Spec, *, model: str, max_tokens: int, vocab_size: int) -> Pl
         model=model,
         vocab_size=vocab_size,
         forms=forms,
-        max_tokens=mt,
+        max_tokens=max_tokens_range,
         n=_ints(view, "n", 1, MAX_N),
         best_of=_ints(view, "best_of", 2, MAX_CHOICES),
         logprobs=logprobs,

@@ -20,7 +20,7 @@ from typing import Any
 
 from conformance.case import Case
 from conformance.spec import Spec
-from strategies._schema import SchemaView
+from strategies._schema import view_of
 
 BODY_NOT_JSON = "body:not-json"
 BODY_TYPE = "body:type"
@@ -43,14 +43,15 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def cross_field_problems(body: Mapping[str, Any]) -> list[str]:
+def cross_field_problems(body: Mapping[str, Any], *, n_default: int = 1) -> list[str]:
     """The cross-field rules of the spec text that ``body`` breaks, as rule names.
 
-    A null field counts as absent, and an absent ``n`` as its default 1.
+    A null field counts as absent, and an absent ``n`` as ``n_default`` (OpenAI's 1;
+    :func:`broken_rules` passes the spec's declared default).
     """
     problems = []
     best_of = _int(body.get("best_of"))
-    n = 1 if body.get("n") is None else _int(body["n"])
+    n = n_default if body.get("n") is None else _int(body["n"])
     if best_of is not None and n is not None and best_of < n:
         problems.append(CROSS_BEST_OF_BELOW_N)
     streamed = body.get("stream") is True
@@ -103,16 +104,20 @@ def schema_rules(spec: Spec, body: Any) -> set[str]:
     if not isinstance(body, dict):
         return {BODY_TYPE}
     rules: set[str] = set()
-    for error in SchemaView(spec).errors(body):
+    # Keywords per instance location: a value of the wrong type also fails its `enum`
+    # (or `format`, ...), but only the type is the rule it breaks.
+    found: dict[tuple[Any, ...], set[str]] = defaultdict(set)
+    for error in view_of(spec).errors(body):
         if error.path:
-            field = str(error.path[0])
-            rules |= {f"{field}:{word}" for word in _keywords(error)}
+            found[tuple(error.path)] |= _keywords(error)
         elif error.validator == "required":
             rules |= {f"{name}:required" for name in error.validator_value if name not in body}
         elif error.validator == "type":
             rules.add(BODY_TYPE)
         else:
             rules |= {f"body:{word}" for word in _keywords(error)}
+    for path, words in found.items():
+        rules |= {f"{path[0]}:{word}" for word in ({"type"} if "type" in words else words)}
     return rules
 
 
@@ -128,5 +133,7 @@ def broken_rules(spec: Spec, case: Case) -> set[str]:
     if not isinstance(body, dict):
         return rules
     bad_fields = {rule.split(":", 1)[0] for rule in rules}
-    rules |= {p for p in cross_field_problems(body) if not CROSS_FIELDS[p] & bad_fields}
+    n_default = _int(view_of(spec).default("n"))
+    problems = cross_field_problems(body, n_default=1 if n_default is None else n_default)
+    rules |= {p for p in problems if not CROSS_FIELDS[p] & bad_fields}
     return rules

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from conformance.spec import Spec
@@ -187,6 +188,16 @@ class SchemaView:
         body = {"model": "m", "prompt": "x", **context, name: value}
         return not any(e.path and e.path[0] == name for e in self.errors(body))
 
+    def default(self, name: str) -> Any:
+        """The ``default`` the schema declares for ``name`` (first alternative that has one)."""
+        schema = self.properties.get(name)
+        if isinstance(schema, Mapping) and "default" in schema:
+            return schema["default"]
+        for leaf in alternatives(schema):
+            if "default" in leaf:
+                return leaf["default"]
+        return None
+
     def interval(self, name: str, *, formats: bool = False) -> Interval:
         """The bounds the schema states for property ``name``."""
         return interval(self.properties.get(name), formats=formats)
@@ -194,3 +205,9 @@ class SchemaView:
     def array_bounds(self, name: str) -> tuple[int | None, int | None]:
         """``minItems``/``maxItems`` of property ``name``'s array alternative."""
         return array_bounds(self.properties.get(name))
+
+
+@lru_cache(maxsize=16)
+def view_of(spec: Spec) -> SchemaView:
+    """The (cached) SchemaView of ``spec``: rule checks ask for it on every Case."""
+    return SchemaView(spec)

@@ -315,6 +315,75 @@ def test_profiles_differ_by_their_documents() -> None:
     assert broken_rules(SPECS["nscale"], null_prompt) == {"prompt:type"}
 
 
+def tiny_spec() -> Spec:
+    """A made-up vendor with its own bounds: nothing in the strategies names it."""
+    properties = {
+        "model": {"type": "string"},
+        "prompt": {"type": "string", "minLength": 1},
+        "max_tokens": {"type": "integer", "minimum": 1, "maximum": 4},
+        "temperature": {"type": "number", "minimum": 0, "maximum": 1},
+        "logprobs": {"type": "integer", "minimum": 0, "maximum": 3},
+        "n": {"type": "integer", "minimum": 1, "maximum": 2},
+        "stop": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2},
+        "priority": {"type": "string", "enum": ["low", "high"]},
+    }
+    document = {
+        "openapi": "3.1.0",
+        "info": {"title": "tiny", "version": "1"},
+        "paths": {
+            "/v1/completions": {
+                "post": {
+                    "requestBody": {
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["model", "prompt"],
+                                    "properties": properties,
+                                }
+                            }
+                        }
+                    },
+                    "responses": {"200": {"description": "ok"}},
+                }
+            }
+        },
+    }
+    return Spec(name="tiny", path=Path("tiny.yaml"), document=document)
+
+
+def test_a_new_vendor_needs_no_code() -> None:
+    spec = tiny_spec()
+    cases = draw(valid_requests(spec, model=MODEL, max_tokens=8), 60, seed_value=0)
+    for case in cases:
+        assert spec.validate("request", case.body) is None, case.body
+        assert set(case.body) <= set(spec.request_properties)
+        assert isinstance(case.body["prompt"], str), "the only prompt form it declares"
+    bodies = [c.body for c in cases]
+    assert {b["max_tokens"] for b in bodies} <= {1, 2, 3, 4}
+    assert any(b.get("temperature") == 1 for b in bodies)
+    assert any(b.get("logprobs") == 3 for b in bodies)
+    assert any(isinstance(b.get("stop"), list) and len(b["stop"]) == 2 for b in bodies)
+    rules = {c.breaks for c in invalid_cases(spec, model=MODEL)}
+    assert {
+        "prompt:minLength",
+        "max_tokens:minimum",
+        "max_tokens:maximum",
+        "temperature:maximum",
+        "logprobs:maximum",
+        "n:maximum",
+        "stop:maxItems",
+        "stop:minItems",
+        "priority:enum",
+        "priority:type",
+    } <= rules
+    for case in invalid_cases(spec, model=MODEL):
+        assert broken_rules(spec, case) == {case.breaks}
+    edges = edge_requests(spec, model=MODEL, max_tokens=8)
+    assert all(spec.validate("request", c.body) is None for c in edges)
+    assert not any(c.body["prompt"] == "" for c in edges), "minLength 1 forbids it"
+
+
 # --------------------------------------------------------------------------- edge
 
 
