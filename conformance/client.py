@@ -111,9 +111,14 @@ class Client:
         secret_names = {"authorization", *(k.lower() for k in self.extra_headers)}
         return {k: (REDACTED if k.lower() in secret_names else v) for k, v in headers.items()}
 
+    @staticmethod
+    def encode(case: Case) -> bytes:
+        """The request body bytes for ``case``."""
+        return case.raw_body if case.raw_body is not None else json.dumps(case.body).encode()
+
     def send(self, case: Case) -> Exchange:
         """Send ``case`` (retrying rate limits within bounds) and return the Exchange."""
-        body = case.raw_body if case.raw_body is not None else json.dumps(case.body).encode()
+        body = self.encode(case)
         headers = self.headers_for(case)
         waited = 0.0
         attempt = 0

@@ -10,7 +10,7 @@ CI shards merge into one report.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import pytest
@@ -76,6 +76,8 @@ class Settings:
     budget_tokens: int = 100_000
     checks: tuple[str, ...] = ()
     skip_checks: tuple[str, ...] = ()
+    # Requirements failing in the --baseline run: reported, but they fail no test.
+    known_failures: frozenset[str] = frozenset()
 
 
 class BudgetSpent(Exception):
@@ -142,8 +144,17 @@ class ItemRun:
     def settings(self) -> Settings:
         return self.run.settings
 
-    def send(self, case: Case, related: tuple[Exchange, ...] = ()) -> Exchange | None:
-        """Send one case and judge it; None when the budget is spent or the target rate-limits."""
+    def send(
+        self,
+        case: Case,
+        related: tuple[Exchange, ...] = (),
+        *,
+        via: Callable[[Client, Case], Exchange] = Client.send,
+    ) -> Exchange | None:
+        """Send one case and judge it; None when the budget is spent or the target rate-limits.
+
+        ``via`` sends it: the suite's own client, or another one (conformance.sdk.send).
+        """
         if self.run.rate_limited:
             return None
         try:
@@ -151,7 +162,7 @@ class ItemRun:
         except BudgetSpent as exc:
             self.budget_note = str(exc)
             return None
-        exchange = self.run.client.send(case)
+        exchange = via(self.run.client, case)
         self.run.budget.spend_tokens(tokens_used(exchange))
         if exchange.status == 429:
             # Still rate limited after the retries the policy allows: the case got no
@@ -203,7 +214,8 @@ class ItemRun:
         seen: set[str] = set()
         for finding, exchange in self.failures:
             tally = self.results.tallies[finding.requirement]
-            if tally.level not in deciding or finding.requirement in seen:
+            known = finding.requirement in self.settings.known_failures
+            if tally.level not in deciding or finding.requirement in seen or known:
                 continue
             seen.add(finding.requirement)
             count = tally.failed

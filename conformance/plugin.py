@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from conformance import __version__
 from conformance.client import Client, Limits, Pacer, RetryPolicy
 from conformance.engine import (
     EXIT_NO_VERDICT,
@@ -35,6 +36,7 @@ SUITE_DIR = Path(__file__).resolve().parent
 API_KEY_ENV = "CONFORMANCE_API_KEY"
 RUN_KEY = pytest.StashKey["Run"]()
 RESULTS_KEY = pytest.StashKey[Results]()
+BASELINE_KEY = pytest.StashKey[Results]()
 ITEM_KEY = pytest.StashKey[ItemRun]()
 
 
@@ -135,6 +137,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="reports/out",
         help="Where the reports are written (default reports/out).",
     )
+    add(
+        "--baseline",
+        metavar="FILE",
+        help="results.json of an earlier run: requirements failing there are reported as "
+        "known and do not fail this run; new failures do; fixed ones are listed.",
+    )
+    add(
+        "--shard",
+        metavar="K/N",
+        help="Run only the K-th of N deterministic slices of the suite (1-based), to split a "
+        "run across CI jobs; merge their results.json with conformance-merge.",
+    )
 
 
 def suite_requested(config: pytest.Config) -> bool:
@@ -180,6 +194,11 @@ def pytest_configure(config: pytest.Config) -> None:
             raise KeyError(", ".join(sorted(unknown)))
     except KeyError as exc:
         raise pytest.UsageError(f"conformance: unknown requirement ID(s): {exc.args[0]}") from None
+    baseline = _load_baseline(opt.baseline) if opt.baseline else None
+    if baseline is not None:
+        config.stash[BASELINE_KEY] = baseline
+    if opt.shard:
+        _parse_shard(opt.shard)
     api_key = opt.api_key or os.environ.get(API_KEY_ENV) or None
     if opt.target_url and not opt.model:
         raise pytest.UsageError("conformance: --model is required with --target-url")
@@ -194,6 +213,9 @@ def pytest_configure(config: pytest.Config) -> None:
         budget_tokens=opt.budget_tokens,
         checks=checks,
         skip_checks=skip,
+        known_failures=frozenset(t.id for t in baseline.tallies.values() if t.failed)
+        if baseline
+        else frozenset(),
     )
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
     target = opt.target_url
@@ -231,6 +253,8 @@ def pytest_configure(config: pytest.Config) -> None:
         spec=spec.name,
         spec_title=f"{spec.title} {spec.version}".strip(),
         strict_spec=spec.strict,
+        strict=settings.strict,
+        suite_version=__version__,
         errata=[{"id": e.id, "title": e.title, "detail": e.detail} for e in spec.errata],
         model=settings.model,
         seed=settings.seed,
@@ -257,6 +281,35 @@ def _preflight(run: Run, *, has_key: bool) -> None:
         raise pytest.UsageError(
             f"conformance: the target demands an API key (401): pass --api-key or set {API_KEY_ENV}"
         )
+
+
+def _load_baseline(path: str) -> Results:
+    from reports.compare import InputError, load_results
+
+    try:
+        return load_results(Path(path))
+    except InputError as exc:
+        raise pytest.UsageError(f"conformance: --baseline {exc}") from None
+
+
+def _parse_shard(value: str) -> tuple[int, int]:
+    k, sep, n = value.partition("/")
+    if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise pytest.UsageError(f"conformance: --shard {value!r}: expected K/N with 1 <= K <= N")
+    return int(k), int(n)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep only this shard's slice of the suite (every N-th item, in collection order)."""
+    if not config.option.shard or RUN_KEY not in config.stash:
+        return
+    k, n = _parse_shard(config.option.shard)
+    keep = [item for i, item in enumerate(items) if i % n == k - 1]
+    dropped = [item for i, item in enumerate(items) if i % n != k - 1]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = keep
+    config.stash[RESULTS_KEY].meta["shard"] = config.option.shard
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
@@ -327,6 +380,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         _CONFIG.pop()
     if RESULTS_KEY not in config.stash or hasattr(config, "workerinput"):
         return
+    if config.option.collectonly:
+        return
     results = config.stash[RESULTS_KEY]
     results.meta["wall_time"] = round(time.time() - results.meta["started"], 3)
     run = config.stash[RUN_KEY]
@@ -335,7 +390,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         # A worker's item was rate limited: the controller, not the worker, ends the
         # run, so that this works the same with and without pytest-xdist.
         session.exitstatus = exitstatus = EXIT_NO_VERDICT
-    results.meta["verdict"] = verdict(results, exitstatus, strict=run.settings.strict)
+    baseline = config.stash.get(BASELINE_KEY, None)
+    if baseline is not None:
+        from reports.baseline import compare_to_baseline
+
+        diff = compare_to_baseline(results, baseline)
+        results.meta["baseline"] = diff.to_json() | {"file": config.option.baseline}
+    results.meta["verdict"] = verdict(
+        results, exitstatus, strict=run.settings.strict, known=run.settings.known_failures
+    )
     from reports import write_all
 
     report_dir = Path(config.invocation_params.dir, config.option.report_dir)
@@ -351,13 +414,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             f"{results.meta['wall_time']:.1f} s"
         )
         reporter.write_line(status_summary(results, run.spec))
+        if "baseline" in results.meta:
+            b = results.meta["baseline"]
+            reporter.write_line(
+                f"baseline: {len(b['known'])} known ({', '.join(b['known']) or '-'}), "
+                f"{len(b['new'])} new ({', '.join(b['new']) or '-'}), "
+                f"{len(b['fixed'])} fixed ({', '.join(b['fixed']) or '-'})"
+            )
         for path in written:
             reporter.write_line(f"report: {path}")
 
 
-def verdict(results: Results, exitstatus: int, *, strict: bool) -> str:
+def verdict(
+    results: Results, exitstatus: int, *, strict: bool, known: frozenset[str] = frozenset()
+) -> str:
     """The run's one-word verdict, from its findings and pytest's exit status."""
-    if results.failing(strict=strict):
+    if results.failing(strict=strict, known=known):
         return "failed"
     if exitstatus == EXIT_NO_VERDICT:
         return "no-verdict"

@@ -198,10 +198,15 @@ class Results:
         for key, value in other.meta.items():
             self.meta.setdefault(key, value)
 
-    def failing(self, *, strict: bool = False) -> list[Tally]:
-        """Requirements whose failures decide the verdict (SHOULD too under ``strict``)."""
+    def failing(self, *, strict: bool = False, known: frozenset[str] = frozenset()) -> list[Tally]:
+        """Requirements whose failures decide the verdict (SHOULD too under ``strict``).
+
+        ``known`` holds the requirements already failing in a baseline: they do not decide.
+        """
         levels = {Level.MUST.value} | ({Level.SHOULD.value} if strict else set())
-        return [t for t in self.tallies.values() if t.failed and t.level in levels]
+        return [
+            t for t in self.tallies.values() if t.failed and t.level in levels and t.id not in known
+        ]
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,91 @@
+"""The CI gate over time (--baseline) and across jobs (--shard, conformance-merge)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support import API_KEY, MODEL, Targets
+
+from conformance.plugin import SUITE_DIR
+from reports.merge import main as merge_main
+
+QUICK = ("-p", "no:cacheprovider", "--max-examples", "3", "--model", MODEL, "--api-key", API_KEY)
+
+
+def run(pytester: pytest.Pytester, url: str, out: Path, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_inprocess(
+        str(SUITE_DIR), *QUICK, "--target-url", url, "--report-dir", str(out), *args
+    )
+
+
+def test_baseline_known_failures_pass_new_ones_fail(
+    pytester: pytest.Pytester, targets: Targets, tmp_path: Path
+) -> None:
+    first = run(pytester, targets.get("aihubmix", "empty-id").server.url, tmp_path / "a")
+    assert first.ret == 1
+    baseline = str(tmp_path / "a" / "results.json")
+
+    again = run(
+        pytester,
+        targets.get("aihubmix", "empty-id").server.url,
+        tmp_path / "b",
+        "--baseline",
+        baseline,
+    )
+    assert again.ret == 0, again.stdout.str()
+    again.stdout.fnmatch_lines(["*baseline: 1 known (RESP-ID), 0 new (-), 0 fixed (-)*"])
+    assert json.loads((tmp_path / "b" / "results.json").read_text())["meta"]["verdict"] == "passed"
+
+    other = run(
+        pytester,
+        targets.get("aihubmix", "created-millis").server.url,
+        tmp_path / "c",
+        "--baseline",
+        baseline,
+    )
+    assert other.ret == 1
+    other.stdout.fnmatch_lines(["*0 known (-), 1 new (RESP-CREATED), 1 fixed (RESP-ID)*"])
+
+
+def test_bad_baseline_is_one_clear_error(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    result = pytester.runpytest_inprocess(str(SUITE_DIR), "--baseline", str(bad))
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["ERROR: conformance: --baseline *"])
+
+
+def test_shards_split_the_suite_and_merge_into_one_verdict(
+    pytester: pytest.Pytester, targets: Targets, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = targets.get("aihubmix").server.url
+    shards = [run(pytester, url, tmp_path / f"s{k}", "--shard", f"{k}/2") for k in (1, 2)]
+    assert [s.ret for s in shards] == [0, 0]
+    ran = [json.loads((tmp_path / f"s{k}" / "results.json").read_text()) for k in (1, 2)]
+    assert all(r["spent"]["requests"] > 0 for r in ran)
+    assert (
+        merge_main(
+            [str(tmp_path / f"s{k}" / "results.json") for k in (1, 2)]
+            + ["--report-dir", str(tmp_path / "merged")]
+        )
+        == 0
+    )
+    merged = json.loads((tmp_path / "merged" / "results.json").read_text())
+    assert merged["spent"]["requests"] == sum(r["spent"]["requests"] for r in ran)
+    assert merged["meta"]["verdict"] == "passed" and merged["meta"]["shards"] == 2
+    assert "verdict: passed (2 shards)" in capsys.readouterr().out
+
+
+def test_merge_fails_when_one_shard_fails(
+    pytester: pytest.Pytester, targets: Targets, tmp_path: Path
+) -> None:
+    good = run(pytester, targets.get("aihubmix").server.url, tmp_path / "g", "--shard", "1/2")
+    bad = run(
+        pytester, targets.get("aihubmix", "empty-id").server.url, tmp_path / "b", "--shard", "2/2"
+    )
+    assert (good.ret, bad.ret) == (0, 1)
+    files = [str(tmp_path / d / "results.json") for d in ("g", "b")]
+    assert merge_main([*files, "--report-dir", str(tmp_path / "m")]) == 1
+    assert merge_main([str(tmp_path / "missing.json")]) == 2
