@@ -13,6 +13,7 @@ import json
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import httpx
@@ -120,20 +121,28 @@ class Client:
         """Send ``case`` (retrying rate limits within bounds) and return the Exchange."""
         body = self.encode(case)
         headers = self.headers_for(case)
+        return self.paced(lambda: self._send_once(case, headers, body))
+
+    def paced(self, attempt: Callable[[], Exchange]) -> Exchange:
+        """Make ``attempt`` under the pacer, waiting out 429/503 + Retry-After as allowed.
+
+        Every way the suite sends (this client, the openai SDK in sdk.py) goes through
+        here, so --rps and the retry policy hold for all, and every retry is counted.
+        """
         waited = 0.0
-        attempt = 0
+        retries = 0
         while True:
             self.pacer.wait()
-            exchange = self._send_once(case, headers, body)
-            exchange.retries = attempt
+            exchange = attempt()
+            exchange.retries = retries
             delay = retry_after(exchange)
             if (
                 delay is None
-                or attempt >= self.retry.max_retries
+                or retries >= self.retry.max_retries
                 or waited + delay > self.retry.max_wait
             ):
                 return exchange
-            attempt += 1
+            retries += 1
             self.retries += 1
             waited += delay
             time.sleep(delay)

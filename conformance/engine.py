@@ -162,7 +162,12 @@ class ItemRun:
         except BudgetSpent as exc:
             self.budget_note = str(exc)
             return None
-        exchange = via(self.run.client, case)
+        client = self.run.client
+        if via is Client.send:
+            exchange = client.send(case)
+        else:
+            # Another sender (the SDK) is paced and retried like the client's own sends.
+            exchange = client.paced(lambda: via(client, case))
         self.run.budget.spend_tokens(tokens_used(exchange))
         if exchange.status == 429:
             # Still rate limited after the retries the policy allows: the case got no

@@ -22,12 +22,15 @@ from conformance import __version__
 from conformance.client import Client, Limits, Pacer, RetryPolicy
 from conformance.engine import (
     EXIT_NO_VERDICT,
+    OBSERVED,
     ItemRun,
     Run,
     Settings,
     merge_observed,
+    no_verdict_reason,
     status_summary,
 )
+from conformance.exchange import Exchange
 from conformance.requirements import REGISTRY, load_checks
 from conformance.results import Results
 from conformance.spec import BUILTIN_SPECS, SpecError, load_spec
@@ -262,10 +265,17 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.stash[RESULTS_KEY] = results
     if opt.target_url and not hasattr(config, "workerinput"):
-        _preflight(run, has_key=api_key is not None)
+        first = _preflight(run, has_key=api_key is not None)
+        results.spent["requests"] += 1 + first.retries
+        results.spent["retries"] += first.retries
+        results.meta[OBSERVED] = {str(first.status): 1}
+        if first.status == 429:
+            # Rate limited already, after the retries: this process's items send nothing.
+            run.rate_limited = True
+            results.meta["no_verdict"] = no_verdict_reason(run.client.retry)
 
 
-def _preflight(run: Run, *, has_key: bool) -> None:
+def _preflight(run: Run, *, has_key: bool) -> Exchange:
     """One cheap request: is the target there, and does it take our credentials?"""
     from conformance.case import Case
 
@@ -281,6 +291,7 @@ def _preflight(run: Run, *, has_key: bool) -> None:
         raise pytest.UsageError(
             f"conformance: the target demands an API key (401): pass --api-key or set {API_KEY_ENV}"
         )
+    return exchange
 
 
 def _load_baseline(path: str) -> Results:

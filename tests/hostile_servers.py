@@ -1,0 +1,190 @@
+"""Tiny raw-socket HTTP servers on 127.0.0.1 that misbehave on purpose.
+
+Each server runs one ``Behaviour`` per connection in a daemon thread. Behaviours that
+stall wait on the server's ``stopping`` event rather than sleeping, so ``stop()`` ends
+them at once. Every request a server receives is recorded (``requests``), so a test can
+assert that a host got nothing, e.g. the target of a redirect.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+from collections.abc import Callable
+from types import TracebackType
+
+Behaviour = Callable[["RawServer", socket.socket], None]
+CHUNK = 64 * 1024
+MIB = 1024 * 1024
+
+
+class RawServer:
+    """Accept connections on 127.0.0.1 and hand each to ``behaviour`` in its own thread."""
+
+    def __init__(self, behaviour: Behaviour, host: str = "127.0.0.1") -> None:
+        self.behaviour = behaviour
+        self.stopping = threading.Event()
+        self.requests: list[bytes] = []
+        self._sock = socket.create_server((host, 0))
+        self._sock.settimeout(0.1)
+        self.port = self._sock.getsockname()[1]
+        self.url = f"http://{host}:{self.port}"
+        self._threads: list[threading.Thread] = []
+        self._accept = threading.Thread(target=self._serve, name="hostile-server", daemon=True)
+
+    def __enter__(self) -> RawServer:
+        self._accept.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self._accept.join(2)
+        for thread in self._threads:
+            thread.join(2)
+        self._sock.close()
+
+    def _serve(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            thread = threading.Thread(target=self._handle, args=(conn,), daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _handle(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                self.requests.append(read_request(conn))
+                self.behaviour(self, conn)
+            except OSError:
+                pass  # the client hung up: exactly what a bound is for
+
+    def hold(self, seconds: float = 60.0) -> None:
+        """Keep the connection open and silent until the server stops."""
+        self.stopping.wait(seconds)
+
+
+def read_request(conn: socket.socket) -> bytes:
+    """Read one request: the head, then as many body bytes as Content-Length says."""
+    conn.settimeout(5)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(CHUNK)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip())
+    while len(body) < length:
+        chunk = conn.recv(CHUNK)
+        if not chunk:
+            break
+        body += chunk
+    conn.settimeout(None)
+    return head + b"\r\n\r\n" + body
+
+
+def head(
+    status: str = "200 OK", content_type: str = "application/json", **headers: str | int
+) -> bytes:
+    """A response head; keyword names become headers (underscores as dashes)."""
+    lines = [f"HTTP/1.1 {status}", f"Content-Type: {content_type}"]
+    lines += [f"{k.replace('_', '-')}: {v}" for k, v in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def chunked(data: bytes) -> bytes:
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
+# -- behaviours ------------------------------------------------------------------------
+
+
+def silent(server: RawServer, conn: socket.socket) -> None:
+    """Accept, read the request, never answer."""
+    server.hold()
+
+
+def headers_then_stall(server: RawServer, conn: socket.socket) -> None:
+    """Send the head and one body byte of a promised 1000, then nothing."""
+    conn.sendall(head(Content_Length=1000) + b"{")
+    server.hold()
+
+
+def endless_sse(server: RawServer, conn: socket.socket) -> None:
+    """An event stream that never ends, as fast as the client reads."""
+    conn.sendall(head(content_type="text/event-stream", Transfer_Encoding="chunked"))
+    event = b'data: {"id":"x","object":"text_completion","choices":[]}\n\n'
+    block = chunked(event * 64)
+    while not server.stopping.is_set():
+        conn.sendall(block)
+
+
+def slow_endless_sse(server: RawServer, conn: socket.socket) -> None:
+    """An event stream that never ends: one event every 50 ms, always within the gap."""
+    conn.sendall(head(content_type="text/event-stream", Transfer_Encoding="chunked"))
+    while not server.stopping.wait(0.05):
+        conn.sendall(chunked(b": still here\n\ndata: {}\n\n"))
+
+
+def endless_plain(server: RawServer, conn: socket.socket) -> None:
+    """A chunked JSON body that never ends."""
+    conn.sendall(head(Transfer_Encoding="chunked") + chunked(b'{"text": "'))
+    block = chunked(b"a" * CHUNK)
+    while not server.stopping.is_set():
+        conn.sendall(block)
+
+
+def huge_body(server: RawServer, conn: socket.socket) -> None:
+    """A 100 MB body with an honest Content-Length."""
+    size = 100 * MIB
+    conn.sendall(head(Content_Length=size))
+    block = b" " * CHUNK
+    for _ in range(size // CHUNK):
+        if server.stopping.is_set():
+            return
+        conn.sendall(block)
+
+
+def respond(
+    status: str, body: bytes, content_type: str = "application/json", **headers: str | int
+) -> Behaviour:
+    """A complete answer with the given body (and extra headers)."""
+
+    def behaviour(server: RawServer, conn: socket.socket) -> None:
+        conn.sendall(head(status, content_type, Content_Length=len(body), **headers) + body)
+
+    return behaviour
+
+
+def reset_mid_body(server: RawServer, conn: socket.socket) -> None:
+    """Promise 1000 bytes, send 100, then reset the connection (RST, not FIN)."""
+    conn.sendall(head(Content_Length=1000) + b'{"id": "' + b"x" * 92)
+    # SO_LINGER with a zero timeout makes close() send a reset.
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+def redirect_to(location: str) -> Behaviour:
+    """Answer 307 Temporary Redirect to ``location``: a client that follows resends the body."""
+
+    def behaviour(server: RawServer, conn: socket.socket) -> None:
+        conn.sendall(head("307 Temporary Redirect", Location=location, Content_Length=0))
+
+    return behaviour

@@ -1,0 +1,137 @@
+"""Rate limits and pacing: 429s waited out and counted, endless 429s end without a verdict.
+
+The suite runs in a subprocess (``pytest conformance --target-url ...``) against the
+reference target with one rate-limit fault on, as a user would run it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+from support import API_KEY, MODEL, Targets, case
+
+from conformance.client import Client, Pacer
+from conformance.engine import EXIT_NO_VERDICT
+from conformance.plugin import SUITE_DIR
+
+QUICK = ("-p", "no:cacheprovider", "--max-examples", "3")
+
+
+def run_suite(pytester: pytest.Pytester, url: str, *args: str) -> pytest.RunResult:
+    # In process saves an interpreter start per run; xdist workers are processes anyway.
+    return pytester.runpytest_inprocess(
+        str(SUITE_DIR),
+        *QUICK,
+        *("--target-url", url, "--model", MODEL, "--api-key", API_KEY),
+        *("--report-dir", str(pytester.path / "out")),
+        *args,
+    )
+
+
+def results_json(pytester: pytest.Pytester) -> dict[str, object]:
+    data: dict[str, object] = json.loads((pytester.path / "out" / "results.json").read_text())
+    return data
+
+
+def test_every_third_request_rate_limited_passes_and_reports_retries(
+    pytester: pytest.Pytester, targets: Targets
+) -> None:
+    """429 with Retry-After: 0 on every third request is legal: the run passes, retries shown."""
+    result = run_suite(pytester, targets.get("aihubmix", "rate-limit-every-third").server.url)
+    output = result.stdout.str()
+    assert result.ret == 0, output
+    line = re.search(r"verdict: passed; spent (\d+) requests, \d+ tokens, (\d+) retries", output)
+    assert line is not None, output
+    requests, retries = int(line[1]), int(line[2])
+    # Every third request is refused, so about a third of what was sent was a retry.
+    assert retries >= requests // 4 > 0
+    spent = results_json(pytester)["spent"]
+    assert isinstance(spent, dict) and spent["retries"] == retries
+
+
+def assert_no_verdict(pytester: pytest.Pytester, result: pytest.RunResult) -> None:
+    """Exit code 3 (not 1), and one line saying that no verdict was reached and why."""
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == EXIT_NO_VERDICT, output
+    verdicts = [line for line in output.splitlines() if line.startswith("verdict: ")]
+    assert len(verdicts) == 1, output
+    assert verdicts[0].startswith("verdict: no-verdict (the target kept answering 429")
+    assert "INTERNALERROR" not in output and "Traceback" not in output
+    assert "FAILED" not in output  # distinct from a conformance failure
+    meta = results_json(pytester)["meta"]
+    assert isinstance(meta, dict) and meta["verdict"] == "no-verdict"
+
+
+def test_always_rate_limited_ends_with_no_verdict(
+    pytester: pytest.Pytester, targets: Targets
+) -> None:
+    result = run_suite(pytester, targets.get("aihubmix", "rate-limit-always").server.url)
+    assert_no_verdict(pytester, result)
+
+
+def test_pacer_spaces_request_starts() -> None:
+    pacer = Pacer(50)
+    began = time.monotonic()
+    for _ in range(6):
+        pacer.wait()
+    assert time.monotonic() - began >= 5 / 50
+    unpaced = Pacer(None)
+    began = time.monotonic()
+    for _ in range(100):
+        unpaced.wait()
+    assert time.monotonic() - began < 0.05
+
+
+def test_n_requests_at_rps_take_at_least_n_minus_one_over_rps(targets: Targets) -> None:
+    """The client waits for the pacer before every request it sends."""
+    n, rps = 5, 20.0
+    client = Client(targets.get("nscale").server.url, api_key=API_KEY, pacer=Pacer(rps))
+    try:
+        began = time.monotonic()
+        statuses = [client.send(case(max_tokens=1)).status for _ in range(n)]
+        elapsed = time.monotonic() - began
+    finally:
+        client.close()
+    assert statuses == [200] * n
+    assert elapsed >= (n - 1) / rps
+
+
+PROBE = """
+import os
+from pathlib import Path
+
+from conformance.case import Case
+
+def test_probe(conformance):
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    Path(os.environ["PACE_OUT"], worker).write_text(str(conformance.run.client.pacer.interval))
+    conformance.send(Case({"model": "reference-model", "prompt": "Hi", "max_tokens": 1}))
+    conformance.verdict()
+"""
+
+
+def test_under_xdist_rps_is_shared_and_rate_limits_end_without_verdict(
+    pytester: pytest.Pytester, targets: Targets, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """-n 2 --rps 8: each worker paces at 4/s; workers' 429s end the run cleanly with 3.
+
+    pytest.exit on a worker would crash xdist; the workers skip, and the controller
+    decides from their reports. (A small suite of two probes keeps this test fast.)
+    """
+    suite = pytester.mkdir("conformance")
+    for i in range(2):
+        (suite / f"test_probe_{i}.py").write_text(PROBE)
+    monkeypatch.setenv("PACE_OUT", str(tmp_path))
+    url = targets.get("nscale", "rate-limit-always").server.url
+    result = pytester.runpytest_inprocess(
+        "conformance", "-p", "no:cacheprovider", "-n", "2", "--rps", "8", "--spec", "nscale",
+        "--target-url", url, "--model", MODEL, "--api-key", API_KEY,
+        "--report-dir", str(pytester.path / "out"),
+    )  # fmt: skip
+    assert_no_verdict(pytester, result)
+    intervals = {p.name: float(p.read_text()) for p in tmp_path.iterdir()}
+    assert set(intervals) == {"gw0", "gw1"} and set(intervals.values()) == {0.25}
