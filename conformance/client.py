@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import httpx
 
@@ -134,6 +135,7 @@ class Client:
         while True:
             self.pacer.wait()
             exchange = attempt()
+            self._scrub(exchange)
             exchange.retries = retries
             delay = retry_after(exchange)
             if (
@@ -181,11 +183,14 @@ class Client:
         except httpx.HTTPError as exc:
             exchange.transport_error = f"transport error from {self.url}: {_reason(exc)}"
         exchange.elapsed = time.perf_counter() - start
-        self._scrub(exchange)
         return exchange
 
     def _scrub(self, exchange: Exchange) -> None:
-        """Hide our secrets where a target echoes them back, so no report can show them."""
+        """Hide our secrets where a target echoes them back, so no report can show them.
+
+        Done here, for every sender, because the key is only known here; whatever the
+        target sent and whatever a sender made of it (errors, the SDK's view) is covered.
+        """
         for secret in self._secrets:
             text = secret.decode()
             if secret in exchange.body:
@@ -198,6 +203,8 @@ class Client:
                 exchange.events = [
                     replace(ev, data=ev.data.replace(text, REDACTED)) for ev in exchange.events
                 ]
+            for name in ("transport_error", "stream_error", "sdk"):
+                setattr(exchange, name, _without(getattr(exchange, name), text))
 
     def _read_body(self, response: httpx.Response, exchange: Exchange, start: float) -> None:
         limits = self.limits
@@ -245,6 +252,17 @@ def retry_after(exchange: Exchange) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         return None
+
+
+def _without(value: Any, secret: str) -> Any:
+    """``value`` (strings, lists, dicts of them) with ``secret`` replaced."""
+    if isinstance(value, str):
+        return value.replace(secret, REDACTED)
+    if isinstance(value, list):
+        return [_without(v, secret) for v in value]
+    if isinstance(value, dict):
+        return {_without(k, secret): _without(v, secret) for k, v in value.items()}
+    return value
 
 
 def _reason(exc: Exception) -> str:

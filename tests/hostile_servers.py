@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from types import TracebackType
 
-Behaviour = Callable[["RawServer", socket.socket], None]
+Behaviour = Callable[["RawServer", socket.socket, bytes], None]
 CHUNK = 64 * 1024
 MIB = 1024 * 1024
 
@@ -67,8 +67,9 @@ class RawServer:
     def _handle(self, conn: socket.socket) -> None:
         with conn:
             try:
-                self.requests.append(read_request(conn))
-                self.behaviour(self, conn)
+                request = read_request(conn)
+                self.requests.append(request)
+                self.behaviour(self, conn, request)
             except OSError:
                 pass  # the client hung up: exactly what a bound is for
 
@@ -105,7 +106,8 @@ def head(
     status: str = "200 OK", content_type: str = "application/json", **headers: str | int
 ) -> bytes:
     """A response head; keyword names become headers (underscores as dashes)."""
-    lines = [f"HTTP/1.1 {status}", f"Content-Type: {content_type}"]
+    # One request per connection: the client must not reuse it.
+    lines = [f"HTTP/1.1 {status}", f"Content-Type: {content_type}", "Connection: close"]
     lines += [f"{k.replace('_', '-')}: {v}" for k, v in headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
@@ -117,18 +119,18 @@ def chunked(data: bytes) -> bytes:
 # -- behaviours ------------------------------------------------------------------------
 
 
-def silent(server: RawServer, conn: socket.socket) -> None:
+def silent(server: RawServer, conn: socket.socket, request: bytes) -> None:
     """Accept, read the request, never answer."""
     server.hold()
 
 
-def headers_then_stall(server: RawServer, conn: socket.socket) -> None:
+def headers_then_stall(server: RawServer, conn: socket.socket, request: bytes) -> None:
     """Send the head and one body byte of a promised 1000, then nothing."""
     conn.sendall(head(Content_Length=1000) + b"{")
     server.hold()
 
 
-def endless_sse(server: RawServer, conn: socket.socket) -> None:
+def endless_sse(server: RawServer, conn: socket.socket, request: bytes) -> None:
     """An event stream that never ends, as fast as the client reads."""
     conn.sendall(head(content_type="text/event-stream", Transfer_Encoding="chunked"))
     event = b'data: {"id":"x","object":"text_completion","choices":[]}\n\n'
@@ -137,14 +139,14 @@ def endless_sse(server: RawServer, conn: socket.socket) -> None:
         conn.sendall(block)
 
 
-def slow_endless_sse(server: RawServer, conn: socket.socket) -> None:
+def slow_endless_sse(server: RawServer, conn: socket.socket, request: bytes) -> None:
     """An event stream that never ends: one event every 50 ms, always within the gap."""
     conn.sendall(head(content_type="text/event-stream", Transfer_Encoding="chunked"))
     while not server.stopping.wait(0.05):
         conn.sendall(chunked(b": still here\n\ndata: {}\n\n"))
 
 
-def endless_plain(server: RawServer, conn: socket.socket) -> None:
+def endless_plain(server: RawServer, conn: socket.socket, request: bytes) -> None:
     """A chunked JSON body that never ends."""
     conn.sendall(head(Transfer_Encoding="chunked") + chunked(b'{"text": "'))
     block = chunked(b"a" * CHUNK)
@@ -152,7 +154,7 @@ def endless_plain(server: RawServer, conn: socket.socket) -> None:
         conn.sendall(block)
 
 
-def huge_body(server: RawServer, conn: socket.socket) -> None:
+def huge_body(server: RawServer, conn: socket.socket, request: bytes) -> None:
     """A 100 MB body with an honest Content-Length."""
     size = 100 * MIB
     conn.sendall(head(Content_Length=size))
@@ -168,13 +170,13 @@ def respond(
 ) -> Behaviour:
     """A complete answer with the given body (and extra headers)."""
 
-    def behaviour(server: RawServer, conn: socket.socket) -> None:
+    def behaviour(server: RawServer, conn: socket.socket, request: bytes) -> None:
         conn.sendall(head(status, content_type, Content_Length=len(body), **headers) + body)
 
     return behaviour
 
 
-def reset_mid_body(server: RawServer, conn: socket.socket) -> None:
+def reset_mid_body(server: RawServer, conn: socket.socket, request: bytes) -> None:
     """Promise 1000 bytes, send 100, then reset the connection (RST, not FIN)."""
     conn.sendall(head(Content_Length=1000) + b'{"id": "' + b"x" * 92)
     # SO_LINGER with a zero timeout makes close() send a reset.
@@ -184,7 +186,7 @@ def reset_mid_body(server: RawServer, conn: socket.socket) -> None:
 def redirect_to(location: str) -> Behaviour:
     """Answer 307 Temporary Redirect to ``location``: a client that follows resends the body."""
 
-    def behaviour(server: RawServer, conn: socket.socket) -> None:
+    def behaviour(server: RawServer, conn: socket.socket, request: bytes) -> None:
         conn.sendall(head("307 Temporary Redirect", Location=location, Content_Length=0))
 
     return behaviour

@@ -170,8 +170,8 @@ def test_503_with_retry_after_is_retried_and_counted(serve: list[RawServer]) -> 
     unavailable = respond("503 Service Unavailable", body, Retry_After=0)
     refused = respond("400 Bad Request", body)
 
-    def behaviour(server: RawServer, conn: socket.socket) -> None:
-        (unavailable if len(server.requests) == 1 else refused)(server, conn)
+    def behaviour(server: RawServer, conn: socket.socket, request: bytes) -> None:
+        (unavailable if len(server.requests) == 1 else refused)(server, conn, request)
 
     server = start(serve, behaviour)
     client = Client(server.url, api_key=API_KEY, limits=LIMITS)
