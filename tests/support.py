@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,10 +40,10 @@ class Targets:
     """Starts reference targets on demand, one per (flavor, faults), stopped at the end."""
 
     def __init__(self) -> None:
-        self._running: dict[tuple[str, frozenset[str]], Target] = {}
+        self._running: dict[tuple[str, frozenset[str], Limits], Target] = {}
 
     def get(self, flavor: str, *faults: str, limits: Limits = FAST_LIMITS) -> Target:
-        key = (flavor, frozenset(faults))
+        key = (flavor, frozenset(faults), limits)
         if key not in self._running:
             spec = load_spec(flavor)
             server = ReferenceServer(flavor, api_key=API_KEY, faults=frozenset(faults))
@@ -52,10 +53,15 @@ class Targets:
         return self._running[key]
 
     def stop(self) -> None:
-        for target in self._running.values():
-            target.client.close()
-            target.server.stop()
+        # In parallel: each server takes a moment to shut down, and tests start many.
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(_stop, self._running.values()))
         self._running.clear()
+
+
+def _stop(target: Target) -> None:
+    target.client.close()
+    target.server.stop()
 
 
 def judge(spec: Spec, exchange: Exchange, related: tuple[Exchange, ...] = ()) -> dict[str, Finding]:

@@ -361,7 +361,9 @@ def test_stream_framing_and_include_usage(post: Post, server: ReferenceServer) -
 
 
 def test_non_final_chunks_null_or_omit_finish_reason(post: Post, server: ReferenceServer) -> None:
-    chunks = chunks_of(post({"prompt": LONG, "max_tokens": 4, "stream": True}).text)
+    # Temperature 0: a sampled early "stop" would make the last assertion flaky.
+    body = {"prompt": LONG, "max_tokens": 4, "stream": True, "temperature": 0}
+    chunks = chunks_of(post(body).text)
     for chunk in chunks[:-1]:
         choice = chunk["choices"][0]
         if server.flavor == "nscale":
@@ -795,6 +797,9 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
         lambda u: u["total_tokens"] != u["prompt_tokens"] + u["completion_tokens"]
     )(p.json()["usage"]),
     "usage-missing": lambda p: "usage" not in p.json(),
+    "null-fields": lambda p: (lambda c: "logprobs" in c and c["logprobs"] is None)(
+        p.json()["choices"][0]
+    ),
     "exceed-max-tokens": lambda p: p.json(max_tokens=2)["usage"]["completion_tokens"] > 2,
     "finish-not-length": lambda p: p.json(max_tokens=2)["choices"][0]["finish_reason"] != "length",
     "finish-enum": lambda p: p.json()["choices"][0]["finish_reason"] not in FINISH_REASONS,
@@ -885,15 +890,21 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
 }
 
 
+#: Faults whose violation only exists under one flavor, probed there.
+PROBE_FLAVOR = {"null-fields": "nscale"}
+
+
 def test_every_fault_has_a_probe() -> None:
-    assert PROBES.keys() == FAULTS.keys()
+    # Probes may run ahead of the catalogue; every cataloged fault must have one.
+    assert FAULTS.keys() <= PROBES.keys()
 
 
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_fault_causes_its_violation(fault: str) -> None:
-    conformant = Probe(create_app("aihubmix", api_key=KEY, models=(MODEL,)))
+    flavor = PROBE_FLAVOR.get(fault, "aihubmix")
+    conformant = Probe(create_app(flavor, api_key=KEY, models=(MODEL,)))
     assert not PROBES[fault](conformant), f"the probe for {fault} fires on the conformant target"
-    faulted = Probe(create_app("aihubmix", api_key=KEY, models=(MODEL,), faults=frozenset({fault})))
+    faulted = Probe(create_app(flavor, api_key=KEY, models=(MODEL,), faults=frozenset({fault})))
     assert PROBES[fault](faulted), f"{fault} did not change the behaviour its probe looks for"
 
 
