@@ -30,7 +30,7 @@ FAULTS: dict[str, str] = {
     "choices-ignore-n": "One choice per prompt whatever `n` asks for (both modes).",
     "duplicate-index": "Every choice has `index: 0` (non-streamed).",
     "usage-arithmetic": "`usage.total_tokens` is prompt + completion + 1 (both modes' usage objects).",
-    "usage-missing": "The non-streamed body has no `usage` object.",
+    "usage-missing": "The non-streamed body has no `usage` object (required by Nscale's schema only).",
     "exceed-max-tokens": "Generates max_tokens + 3 tokens, never stopping naturally (both modes).",
     "finish-not-length": '`finish_reason` is "stop" when max_tokens was hit (both modes).',
     "finish-enum": '`finish_reason` is "eos_token", outside the enum (both modes).',

@@ -13,8 +13,8 @@ The model is a toy bigram-ish sampler with honest probabilities:
   of (prompt, step, previous token), and rank ``r`` has probability proportional to
   ``1 / r**1.2`` (scaled by ``1 - EOS_PROBABILITY``). Reported logprobs are the logs of
   these model probabilities, so they are always <= 0 and top-k lists are truly the top k.
-- Before each token an end-of-text draw ends the completion naturally with probability
-  ``EOS_PROBABILITY``. Greedy decoding (temperature 0) takes rank 1 and makes that draw
+- Before each token after the first ``MIN_NATURAL_TOKENS`` an end-of-text draw ends the
+  completion naturally with probability ``EOS_PROBABILITY``. Greedy decoding (temperature 0) takes rank 1 and makes that draw
   from the hash, so its output depends on the prompt alone.
 - Every step depends only on what came before it, so a completion is a prefix of any
   longer completion of the same request: ``max_tokens`` and ``stop`` only truncate.
@@ -39,6 +39,7 @@ __all__ = [
     "EOS_ID",
     "EOS_PROBABILITY",
     "EOS_TEXT",
+    "MIN_NATURAL_TOKENS",
     "VOCAB",
     "VOCAB_SIZE",
     "Completion",
@@ -58,6 +59,9 @@ EOS_TEXT = "<|endoftext|>"
 DEFAULT_PROMPT = EOS_TEXT
 #: Probability, per generated token, that the completion ends naturally.
 EOS_PROBABILITY = 0.1
+#: Tokens generated before a natural end becomes possible, so that every answer has a
+#: few words to pick a stop sequence from.
+MIN_NATURAL_TOKENS = 3
 
 _ORDINARY = VOCAB_SIZE - 1  # tokens 1..999, the ones that can be generated
 _ZIPF_EXPONENT = 1.2
@@ -356,7 +360,8 @@ def generate(
     text = ""
     for step in range(max_tokens):
         a, b, u = _step_state(key, step, prev)
-        if natural_stop and (u if rng is None else rng.random()) < EOS_PROBABILITY:
+        eos_possible = natural_stop and step >= MIN_NATURAL_TOKENS
+        if eos_possible and (u if rng is None else rng.random()) < EOS_PROBABILITY:
             return Completion(tuple(tokens), "stop")
         rank = 1 if rng is None else _sample_rank(rng, cumulative)
         token_id = _token_at(a, b, rank)
