@@ -1,0 +1,643 @@
+"""Run the conformance suite against real third-party servers, all on 127.0.0.1.
+
+    python tools/real_targets/run.py [--work-dir DIR] [--targets a,b,...] [--specs ...]
+
+Installs or builds each server into a work folder outside the repository (default
+``/tmp/real-targets``, or ``$REAL_TARGETS_DIR``; cached there, so a second run is fast),
+writes a tiny random-weight GGUF model (tiny_model.py), starts each server on a free port
+of 127.0.0.1, runs ``pytest conformance`` against it with each spec profile that makes
+sense, stops it (always, with bounded waits), and compares the runs with
+``conformance-compare`` (HTML and Markdown matrix). Nothing reaches beyond 127.0.0.1 at
+run time; installing uses only PyPI and npm through pip and npm.
+
+The targets:
+
+  llama-cpp-python     llama-cpp-python's OpenAI-compatible server on the tiny model
+  llama-server         llama.cpp's own llama-server, built from the vendor tree of the same sdist
+  litellm-mock         LiteLLM proxy, a model answered by ``mock_response``
+  litellm-forward      LiteLLM proxy forwarding to llama-cpp-python (text-completion-openai)
+  prism-aihubmix       Stoplight Prism mocking specs/aihubmix.yaml
+  prism-nscale         Stoplight Prism mocking specs/nscale.yaml (a patched copy: see below)
+
+Results: ``WORK/results/<target>-<spec>/{results.json,report.html,junit.xml}``, the
+server logs beside them, ``WORK/results/matrix.{html,md}`` and ``WORK/results/summary.json``.
+Exit status 0 when every selected target was measured (its findings are data, not a
+failure of this script), 1 when a target could not be installed, started or measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from procs import (
+    Server,
+    StepError,
+    free_port,
+    install_signal_handlers,
+    log,
+    run_logged,
+    stop_all,
+)
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+
+# Pinned versions: the doc's findings are about these.
+LLAMA_CPP_PYTHON = "0.3.36"
+LITELLM = "1.108.7"  # newest whose [proxy] extra resolves on PyPI here (1.108.8+ pin litellm-proxy-extras releases PyPI lacks; avoid 1.107.0, a compromised release)
+GGUF = "0.19.0"
+PRISM = "5.16.0"
+
+MODEL_ALIAS = "tiny"  # the model name the llama servers and the forwarding proxy serve
+MOCK_MODEL = "mock-model"
+SPECS = ("aihubmix", "nscale")
+
+PIP_TIMEOUT = 1500.0
+BUILD_TIMEOUT = 1800.0
+SUITE_TIMEOUT = 900.0
+
+
+# -- preparation: venvs, builds, the model -------------------------------------------------
+
+
+@dataclass
+class Work:
+    root: Path
+    python: str = sys.executable
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def results(self) -> Path:
+        return self.root / "results"
+
+    @property
+    def llama_venv(self) -> Path:
+        return self.root / "venv-llama"
+
+    @property
+    def litellm_venv(self) -> Path:
+        return self.root / "venv-litellm"
+
+    @property
+    def model(self) -> Path:
+        return self.root / "models" / "tiny.gguf"
+
+    @property
+    def gguf_venv(self) -> Path:
+        return self.root / "venv-gguf"
+
+    @property
+    def llama_server_bin(self) -> Path:
+        return self.root / f"llama-server-{LLAMA_CPP_PYTHON}" / "build" / "bin" / "llama-server"
+
+    @property
+    def prism_bin(self) -> Path:
+        return self.root / f"prism-{PRISM}" / "node_modules" / ".bin" / "prism"
+
+
+def _venv(work: Work, venv: Path, packages: list[str], stamp: str, log_name: str) -> Path:
+    """A venv with ``packages``; skipped when ``stamp`` says it is already there."""
+    marker = venv / f".installed-{stamp}"
+    py = venv / "bin" / "python"
+    if marker.exists() and py.exists():
+        return py
+    if not py.exists():
+        run_logged([sys.executable, "-m", "venv", venv], work.logs / log_name, timeout=300)
+    run_logged(
+        [py, "-m", "pip", "install", "--disable-pip-version-check", *packages],
+        work.logs / log_name,
+        timeout=PIP_TIMEOUT,
+    )
+    marker.write_text(" ".join(packages) + "\n")
+    return py
+
+
+def prepare_model(work: Work) -> Path:
+    """The gguf package in a small venv of its own (quick), then the tiny model."""
+    py = _venv(work, work.gguf_venv, [f"gguf=={GGUF}"], f"gguf-{GGUF}", "install-gguf.log")
+    if not work.model.exists():
+        run_logged(
+            [py, HERE / "tiny_model.py", work.model], work.logs / "tiny-model.log", timeout=300
+        )
+    return work.model
+
+
+def prepare_llama_cpp_python(work: Work) -> Path:
+    """llama-cpp-python[server], built from its sdist (about 4 minutes; pip caches the wheel)."""
+    return _venv(
+        work,
+        work.llama_venv,
+        [f"llama-cpp-python[server]=={LLAMA_CPP_PYTHON}"],
+        f"llama-cpp-python-{LLAMA_CPP_PYTHON}",
+        "install-llama-cpp-python.log",
+    )
+
+
+def prepare_llama_server(work: Work) -> Path:
+    """llama.cpp's llama-server, built with cmake from the vendor tree of the same sdist."""
+    binary = work.llama_server_bin
+    if binary.exists():
+        return binary
+    base = binary.parents[2]
+    log_path = work.logs / "build-llama-server.log"
+    sdist_dir = base / "sdist"
+    sdist_dir.mkdir(parents=True, exist_ok=True)
+    tarballs = list(sdist_dir.glob("llama_cpp_python-*.tar.gz"))
+    if not tarballs:
+        run_logged(
+            [
+                sys.executable, "-m", "pip", "download", "--disable-pip-version-check",
+                "--no-deps", "--no-binary", ":all:", "-d", sdist_dir,
+                f"llama-cpp-python=={LLAMA_CPP_PYTHON}",
+            ],
+            log_path,
+            timeout=PIP_TIMEOUT,
+        )  # fmt: skip
+        tarballs = list(sdist_dir.glob("llama_cpp_python-*.tar.gz"))
+    src = base / "src"
+    vendor = src / f"llama_cpp_python-{LLAMA_CPP_PYTHON}" / "vendor" / "llama.cpp"
+    if not vendor.exists():
+        with tarfile.open(tarballs[0]) as tar:
+            tar.extractall(src, filter="data")
+    build = base / "build"
+    run_logged(
+        [
+            "cmake", "-S", vendor, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
+            "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
+            "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUILD_SERVER=ON",
+            # No web UI: neither built (needs npm) nor fetched prebuilt (needs the internet).
+            "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF",
+            "-DLLAMA_OPENSSL=OFF", "-DLLAMA_CURL=OFF",
+        ],
+        log_path,
+        timeout=600,
+    )  # fmt: skip
+    jobs = str(os.cpu_count() or 2)
+    run_logged(
+        ["cmake", "--build", build, "--target", "llama-server", "-j", jobs],
+        log_path,
+        timeout=BUILD_TIMEOUT,
+    )
+    if not binary.exists():
+        raise StepError(f"the build left no {binary} (log: {log_path})")
+    return binary
+
+
+def prepare_litellm(work: Work) -> Path:
+    return _venv(
+        work,
+        work.litellm_venv,
+        [f"litellm[proxy]=={LITELLM}"],
+        f"litellm-{LITELLM}",
+        "install-litellm.log",
+    )
+
+
+def prepare_prism(work: Work) -> Path:
+    binary = work.prism_bin
+    if binary.exists():
+        return binary
+    base = binary.parents[2]
+    base.mkdir(parents=True, exist_ok=True)
+    (base / "package.json").write_text('{"name": "real-targets-prism", "private": true}\n')
+    run_logged(
+        ["npm", "install", "--no-audit", "--no-fund", f"@stoplight/prism-cli@{PRISM}"],
+        work.logs / "install-prism.log",
+        timeout=PIP_TIMEOUT,
+        cwd=base,
+    )
+    return binary
+
+
+def nscale_for_prism(work: Work) -> Path:
+    """specs/nscale.yaml with the `type: object` beside `anyOf` removed (see the doc).
+
+    As written, PromptValue and StopSequence say `type: object` next to an anyOf of string
+    and array branches, so no prompt validates and Prism answers every request 422. The
+    suite applies the same erratum in code (conformance/spec.py); Prism needs it in the file.
+    """
+    import yaml
+
+    doc = yaml.safe_load((REPO / "specs" / "nscale.yaml").read_text(encoding="utf-8"))
+    patched = []
+    for name, schema in doc.get("components", {}).get("schemas", {}).items():
+        if isinstance(schema, dict) and schema.get("type") == "object" and "anyOf" in schema:
+            del schema["type"]
+            patched.append(name)
+    out = work.root / "specs" / "nscale-prism.yaml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    log(f"prism-nscale: patched copy of specs/nscale.yaml ({', '.join(patched)}) -> {out}")
+    return out
+
+
+# -- targets --------------------------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    name: str
+    needs: tuple[str, ...]  # preparation steps
+    specs: tuple[str, ...]
+    model: str
+    start: Callable[[Work, dict[str, Path], str], list[Server]]
+    vocab_size: int | None = None
+    note: str = ""
+    version: Callable[[Work], str] = field(default=lambda _w: "?")
+
+
+def _pkg_version(py: Path, dist: str) -> str:
+    out = subprocess.run(
+        [py, "-c", f"import importlib.metadata as m; print(m.version({dist!r}))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return out.stdout.strip() or "?"
+
+
+def _llama_cpp_python_server(work: Work, prep: dict[str, Path], key: str) -> Server:
+    port = free_port()
+    return Server(
+        "llama-cpp-python",
+        [
+            prep["llama-cpp-python"], "-m", "llama_cpp.server",
+            "--model", prep["model"], "--model_alias", MODEL_ALIAS,
+            "--host", "127.0.0.1", "--port", str(port),
+            "--api_key", key, "--n_ctx", "2048", "--n_threads", "1", "--seed", "0",
+        ],
+        port=port,
+        log_path=work.logs / "server-llama-cpp-python.log",
+        ready_path="/v1/models",
+        headers={"Authorization": f"Bearer {key}"},
+    )  # fmt: skip
+
+
+def start_llama_cpp_python(work: Work, prep: dict[str, Path], key: str) -> list[Server]:
+    server = _llama_cpp_python_server(work, prep, key)
+    server.start(ready_timeout=120)
+    return [server]
+
+
+def start_llama_server(work: Work, prep: dict[str, Path], key: str) -> list[Server]:
+    port = free_port()
+    server = Server(
+        "llama-server",
+        [
+            prep["llama-server"], "--model", prep["model"], "--alias", MODEL_ALIAS,
+            "--host", "127.0.0.1", "--port", str(port), "--api-key", key,
+            "--ctx-size", "2048", "--threads", "1", "--parallel", "1", "--no-webui",
+        ],
+        port=port,
+        log_path=work.logs / "server-llama-server.log",
+        ready_path="/health",
+    )  # fmt: skip
+    server.start(ready_timeout=120)
+    return [server]
+
+
+def _litellm_env(key: str, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        LITELLM_MASTER_KEY=key,
+        LITELLM_LOCAL_MODEL_COST_MAP="True",  # no fetch of the cost map at start
+        LITELLM_TELEMETRY="False",
+        NO_DOCS="True",
+        DISABLE_ADMIN_UI="True",
+        **extra,
+    )
+    env.pop("DATABASE_URL", None)
+    return env
+
+
+def _litellm(
+    work: Work, prep: dict[str, Path], name: str, config: str, env: dict[str, str]
+) -> Server:
+    port = free_port()
+    litellm = prep["litellm"].parent / "litellm"
+    return Server(
+        name,
+        [litellm, "--config", HERE / config, "--host", "127.0.0.1", "--port", str(port),
+         "--num_workers", "1"],
+        port=port,
+        log_path=work.logs / f"server-{name}.log",
+        ready_path="/health/liveliness",
+        env=env,
+        cwd=work.root,
+    )  # fmt: skip
+
+
+def start_litellm_mock(work: Work, prep: dict[str, Path], key: str) -> list[Server]:
+    server = _litellm(work, prep, "litellm-mock", "litellm-mock.yaml", _litellm_env(key))
+    server.start(ready_timeout=180)
+    return [server]
+
+
+def start_litellm_forward(work: Work, prep: dict[str, Path], key: str) -> list[Server]:
+    upstream_key = "sk-upstream-" + secrets.token_hex(8)
+    upstream = _llama_cpp_python_server(work, prep, upstream_key)
+    upstream.name = "llama-cpp-python (upstream of litellm-forward)"
+    upstream.log_path = work.logs / "server-litellm-forward-upstream.log"
+    upstream.start(ready_timeout=120)
+    env = _litellm_env(key, LLAMA_API_BASE=upstream.url + "/v1", LLAMA_API_KEY=upstream_key)
+    proxy = _litellm(work, prep, "litellm-forward", "litellm-forward.yaml", env)
+    try:
+        proxy.start(ready_timeout=180)
+    except BaseException:
+        upstream.stop()
+        raise
+    return [proxy, upstream]
+
+
+def _prism(work: Work, prep: dict[str, Path], name: str, spec: Path) -> list[Server]:
+    port = free_port()
+    server = Server(
+        name,
+        [prep["prism"], "mock", spec, "--host", "127.0.0.1", "--port", str(port)],
+        port=port,
+        log_path=work.logs / f"server-{name}.log",
+        ready_path="/",  # Prism answers 404 (no route) once it listens
+        cwd=work.root,
+    )
+    server.start(ready_timeout=120)
+    return [server]
+
+
+def start_prism_aihubmix(work: Work, prep: dict[str, Path], key: str) -> list[Server]:
+    return _prism(work, prep, "prism-aihubmix", REPO / "specs" / "aihubmix.yaml")
+
+
+def start_prism_nscale(work: Work, prep: dict[str, Path], key: str) -> list[Server]:
+    return _prism(work, prep, "prism-nscale", nscale_for_prism(work))
+
+
+def _version_llama_cpp_python(work: Work) -> str:
+    return "llama-cpp-python " + _pkg_version(
+        work.llama_venv / "bin" / "python", "llama-cpp-python"
+    )
+
+
+def _version_llama_server(work: Work) -> str:
+    try:
+        out = subprocess.run(
+            [work.llama_server_bin, "--version"], capture_output=True, text=True, timeout=60
+        )
+        lines = (out.stdout + out.stderr).splitlines()
+        line = next((x for x in lines if "version" in x), "?")
+    except OSError:
+        line = "?"
+    return (
+        f"llama-server ({line.strip()}) from the vendor tree of llama-cpp-python {LLAMA_CPP_PYTHON}"
+    )
+
+
+def _version_litellm(work: Work) -> str:
+    return "litellm " + _pkg_version(work.litellm_venv / "bin" / "python", "litellm")
+
+
+def _version_litellm_forward(work: Work) -> str:
+    return f"{_version_litellm(work)} -> {_version_llama_cpp_python(work)}"
+
+
+def _version_prism(work: Work) -> str:
+    try:
+        out = subprocess.run(
+            [work.prism_bin, "--version"], capture_output=True, text=True, timeout=60
+        )
+        return "@stoplight/prism-cli " + out.stdout.strip()
+    except OSError:
+        return "@stoplight/prism-cli ?"
+
+
+TARGETS = [
+    # Ordered by how soon each is ready on a fresh machine: the pip and npm installs take
+    # about a minute; the two llama.cpp builds take several.
+    Target("litellm-mock", ("litellm",), SPECS, MOCK_MODEL, start_litellm_mock,
+           version=_version_litellm),
+    Target("prism-aihubmix", ("prism",), ("aihubmix",), "any-model", start_prism_aihubmix,
+           version=_version_prism),
+    Target("prism-nscale", ("prism",), ("nscale",), "any-model", start_prism_nscale,
+           version=_version_prism),
+    Target("llama-cpp-python", ("model", "llama-cpp-python"), SPECS, MODEL_ALIAS,
+           start_llama_cpp_python, vocab_size=512, version=_version_llama_cpp_python),
+    Target("litellm-forward", ("model", "llama-cpp-python", "litellm"), SPECS, MODEL_ALIAS,
+           start_litellm_forward, vocab_size=512, version=_version_litellm_forward),
+    Target("llama-server", ("model", "llama-server"), SPECS, MODEL_ALIAS, start_llama_server,
+           vocab_size=512, version=_version_llama_server),
+]  # fmt: skip
+
+PREPARE: dict[str, Callable[[Work], Path]] = {
+    # Slow CPU-bound steps first: they start at once, in the background.
+    "llama-cpp-python": prepare_llama_cpp_python,
+    "llama-server": prepare_llama_server,
+    "litellm": prepare_litellm,
+    "prism": prepare_prism,
+    "model": prepare_model,
+}
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+
+def run_suite(work: Work, target: Target, spec: str, url: str, key: str) -> dict[str, object]:
+    out_dir = work.results / f"{target.name}-{spec}"
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+    cmd = [
+        work.python, "-m", "pytest", "conformance",
+        "--target-url", url, "--model", target.model, "--spec", spec,
+        "--report-dir", str(out_dir), "-p", "no:cacheprovider", "-q",
+    ]  # fmt: skip
+    if target.vocab_size:
+        cmd += ["--vocab-size", str(target.vocab_size)]
+    env = dict(os.environ, CONFORMANCE_API_KEY=key)
+    started = time.monotonic()
+    log_path = out_dir / "pytest.log"
+    try:
+        with open(log_path, "wb") as out:
+            proc = subprocess.run(
+                cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, timeout=SUITE_TIMEOUT,
+            )  # fmt: skip
+        rc: int | None = proc.returncode
+    except subprocess.TimeoutExpired:
+        rc = None
+    took = time.monotonic() - started
+    results = out_dir / "results.json"
+    entry: dict[str, object] = {
+        "target": target.name, "spec": spec, "exit": rc, "seconds": round(took, 1),
+        "results": str(results) if results.exists() else None, "log": str(log_path),
+    }  # fmt: skip
+    if results.exists():
+        data = json.loads(results.read_text())
+        failing = [
+            f"{r['id']} ({r['level']}, {r['failed']}/{r['checked']})"
+            for r in data["requirements"]
+            if r["failed"]
+        ]
+        entry["verdict"] = data["meta"].get("verdict")
+        entry["failing"] = failing
+        spent = data.get("spent", {})
+        log(
+            f"{target.name} / {spec}: verdict {entry['verdict']} (exit {rc}), "
+            f"{int(spent.get('requests', 0))} requests, {took:.0f} s; "
+            f"failing: {', '.join(failing) or 'none'}"
+        )
+    else:
+        log(f"{target.name} / {spec}: no results.json (exit {rc}); see {log_path}")
+    return entry
+
+
+def compare(work: Work, runs: list[dict[str, object]]) -> None:
+    done = [r for r in runs if r.get("results")]
+    if not done:
+        log("no results to compare")
+        return
+    names = ",".join(f"{r['target']} ({r['spec']})" for r in done)
+    cmd = [
+        work.python, "-m", "reports.compare", *[str(r["results"]) for r in done],
+        "--html", str(work.results / "matrix.html"), "--md", str(work.results / "matrix.md"),
+        "--names", names,
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise StepError(f"conformance-compare exited {proc.returncode}: {proc.stderr.strip()}")
+    log(f"matrix: {work.results / 'matrix.md'} and {work.results / 'matrix.html'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        default=Path(os.environ.get("REAL_TARGETS_DIR", "/tmp/real-targets")),
+        help="where servers are installed and built, and results written "
+        "(default $REAL_TARGETS_DIR or /tmp/real-targets)",
+    )
+    parser.add_argument(
+        "--targets",
+        default=",".join(t.name for t in TARGETS),
+        help="comma-separated targets (default: all): " + ", ".join(t.name for t in TARGETS),
+    )
+    parser.add_argument("--specs", default=",".join(SPECS), help="spec profiles to run")
+    parser.add_argument(
+        "--prepare-only", action="store_true", help="install and build, run nothing"
+    )
+    args = parser.parse_args(argv)
+    wanted = [n.strip() for n in args.targets.split(",") if n.strip()]
+    unknown = set(wanted) - {t.name for t in TARGETS}
+    if unknown:
+        parser.error(f"unknown target(s): {', '.join(sorted(unknown))}")
+    specs = {s.strip() for s in args.specs.split(",") if s.strip()}
+    targets = [t for t in TARGETS if t.name in wanted]
+    work = Work(args.work_dir.resolve())
+    if REPO in work.root.parents or work.root == REPO:
+        log(f"note: the work folder {work.root} is inside the repository: keep it gitignored")
+    for d in (work.logs, work.results):
+        d.mkdir(parents=True, exist_ok=True)
+    install_signal_handlers()
+    log(f"work folder {work.root}; targets: {', '.join(t.name for t in targets)}")
+
+    needed = [step for step in PREPARE if any(step in t.needs for t in targets)]
+    failures: list[str] = []
+    runs: list[dict[str, object]] = []
+    summary: dict[str, object] = {"targets": {}, "runs": runs}
+    started = time.monotonic()
+    pool = ThreadPoolExecutor(max_workers=max(1, len(needed)))
+    try:
+        futures: dict[str, Future[Path]] = {}
+        for step in needed:
+            log(f"prepare {step}: started in the background (log: {work.logs})")
+            futures[step] = pool.submit(_timed, step, PREPARE[step], work)
+        if args.prepare_only:
+            for step, fut in futures.items():
+                try:
+                    fut.result()
+                except StepError as exc:
+                    failures.append(f"prepare {step}: {exc}")
+            return _finish(failures, summary, work, started)
+        for target in targets:
+            prep: dict[str, Path] = {}
+            try:
+                for step in target.needs:
+                    if not futures[step].done():
+                        log(f"{target.name}: waiting for {step}")
+                    prep[step] = futures[step].result()
+            except StepError as exc:
+                failures.append(f"{target.name}: not run, preparation failed: {exc}")
+                log(failures[-1])
+                continue
+            key = "sk-real-targets-" + secrets.token_hex(12)
+            log(f"{target.name}: starting")
+            servers: list[Server] = []
+            try:
+                servers = target.start(work, prep, key)
+                log(f"{target.name}: ready at {servers[0].url}")
+                version = target.version(work)
+                summary["targets"][target.name] = {"version": version, "url": servers[0].url}  # type: ignore[index]
+                log(f"{target.name}: {version}")
+                for spec in target.specs:
+                    if spec not in specs:
+                        continue
+                    entry = run_suite(work, target, spec, servers[0].url, key)
+                    entry["version"] = version
+                    runs.append(entry)
+                    if not entry.get("results"):
+                        failures.append(f"{target.name} / {spec}: the suite wrote no results")
+            except StepError as exc:
+                failures.append(f"{target.name}: {exc}")
+                log(failures[-1])
+            finally:
+                for server in servers:
+                    server.stop()
+                log(f"{target.name}: stopped")
+        compare(work, runs)
+    except StepError as exc:
+        failures.append(str(exc))
+    finally:
+        stop_all()
+        pool.shutdown(wait=False, cancel_futures=True)
+    return _finish(failures, summary, work, started)
+
+
+def _timed(step: str, fn: Callable[[Work], Path], work: Work) -> Path:
+    t = time.monotonic()
+    try:
+        path = fn(work)
+    except StepError as exc:
+        log(f"prepare {step}: FAILED: {exc}")
+        raise
+    log(f"prepare {step}: done in {time.monotonic() - t:.0f} s")
+    return path
+
+
+def _finish(failures: list[str], summary: dict[str, object], work: Work, started: float) -> int:
+    summary["seconds"] = round(time.monotonic() - started, 1)
+    summary["failures"] = failures
+    (work.results / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    log(f"summary: {work.results / 'summary.json'}; total {summary['seconds']:.0f} s")
+    for failure in failures:
+        log(f"PROBLEM: {failure}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
