@@ -76,6 +76,11 @@ class Exchange:
     _json_parsed: bool = field(default=False, repr=False)
 
     @property
+    def cut_short_by_sdk(self) -> bool:
+        """The openai SDK stopped reading a 200 early (it raised): the body is partial."""
+        return self.sdk is not None and self.sdk.get("error") is not None and self.status == 200
+
+    @property
     def content_type(self) -> str:
         return (self.headers.get("content-type") or "").strip()
 

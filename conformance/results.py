@@ -42,6 +42,10 @@ def evaluate(
     ctx = Context(exchange.case, exchange, spec, related)
     findings = []
     for req in requirements:
+        # When the SDK gave up mid-answer, the rest was never read: only the SDK
+        # requirements may judge such an exchange (the suite's own client judges its twin).
+        if exchange.cut_short_by_sdk and req.area != "sdk":
+            continue
         if not req.applies(ctx):
             continue
         try:

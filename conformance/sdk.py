@@ -106,6 +106,9 @@ def send(client: Client, case: Case) -> Exchange:
         response_headers = Headers(list(raw.http_response.headers.multi_items()))
         parsed = raw.parse()
         view.update(read_stream(parsed) if case.stream else read_completion(parsed))
+    except openai.APIConnectionError as exc:  # includes timeouts: the transport's fault
+        view["error"] = f"{type(exc).__name__}: {exc}"[:300]
+        view["transport"] = True
     except openai.APIStatusError as exc:
         status = exc.status_code
         response_headers = Headers(list(exc.response.headers.multi_items()))

@@ -63,9 +63,8 @@ ROWS: list[tuple[str, Probes, set[str], tuple[str, ...]]] = [
     ("errors-text-plain", errors, {"ERROR-CONTENT-TYPE"}, FLAVORS),
     ("auth-ignored", auth, {"AUTH-REQUIRED"}, FLAVORS),
     ("auth-missing-400", no_credentials, {"AUTH-REQUIRED"}, FLAVORS),
-    # The unknown model is also a request the target must refuse: INVALID-REJECTED sees
-    # the same defect from the other side.
-    ("unknown-model-200", unknown_model, {"MODEL-NOT-FOUND", "INVALID-REJECTED"}, FLAVORS),
+    # One defect, one finding: INVALID-REJECTED leaves the unknown model to MODEL-NOT-FOUND.
+    ("unknown-model-200", unknown_model, {"MODEL-NOT-FOUND"}, FLAVORS),
     ("missing-request-id-header", errors, {"REQUEST-ID-HEADER"}, ("aihubmix",)),
     ("missing-request-id-header", valid, {"REQUEST-ID-HEADER"}, ("aihubmix",)),
     ("missing-request-id-header", valid, {"RESP-HEADERS-REQUIRED"}, ("nscale",)),

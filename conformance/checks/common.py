@@ -19,12 +19,15 @@ def answered(ctx: Context) -> bool:
 def completion(ctx: Context) -> bool:
     """A non-streamed 200 whose body is a JSON object: the completion checks apply."""
     ex = ctx.exchange
-    return ex.status == 200 and not ctx.case.stream and isinstance(ex.json, dict)
+    # An invalid request answered 200 is INVALID-REJECTED's finding; judging what was
+    # generated for a request that should not have been served would only echo it.
+    valid = ctx.case.mode != "invalid"
+    return valid and ex.status == 200 and not ctx.case.stream and isinstance(ex.json, dict)
 
 
 def streamed_200(ctx: Context) -> bool:
-    """A 200 answer to a streamed request."""
-    return ctx.exchange.status == 200 and ctx.case.stream
+    """A 200 answer to a streamed, valid request (see ``completion``)."""
+    return ctx.exchange.status == 200 and ctx.case.stream and ctx.case.mode != "invalid"
 
 
 def choices_of(body: dict[str, Any]) -> list[dict[str, Any]]:

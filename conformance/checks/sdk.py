@@ -12,7 +12,16 @@ SOURCE = "users' code: the official openai Python SDK (completions.create)"
 
 def _via_sdk(stream: bool) -> Any:
     def applies(ctx: Context) -> bool:
-        return ctx.exchange.sdk is not None and ctx.case.stream is stream
+        # 5xx and transport failures are judged by VALID-NO-5XX and HTTP-COMPLETE: the
+        # SDK rightly raises on them, which says nothing about its compatibility.
+        view = ctx.exchange.sdk
+        return (
+            view is not None
+            and ctx.case.stream is stream
+            and not view.get("transport")
+            and ctx.exchange.status is not None
+            and ctx.exchange.status < 500
+        )
 
     return applies
 

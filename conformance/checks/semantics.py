@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.checks.common import choices_of, completion, is_int
+from conformance.checks.errors import UNKNOWN_MODEL_TAG
 from conformance.requirements import Context, Level, Unsupported, Violation, requirement
 from conformance.spec import Schema, Spec
 
@@ -67,6 +68,16 @@ def completion_part(ctx: Context, choice: dict[str, Any]) -> str | None:
     if isinstance(prompt, str) and text.startswith(prompt):
         return text[len(prompt) :]
     return None
+
+
+def choices_placed(ctx: Context) -> bool:
+    """Choices number prompts × n with indexes 0..k-1, so index // n names the prompt.
+
+    Otherwise CHOICES-COUNT / CHOICES-INDEX report the defect, and a per-prompt check
+    would only blame the wrong prompt.
+    """
+    indexes = [c.get("index") for c in choices_of(ctx.exchange.json)]
+    return sorted(i for i in indexes if is_int(i)) == list(range(expected_choices(ctx)))
 
 
 def prompt_of(ctx: Context, choice: dict[str, Any]) -> Any:
@@ -261,6 +272,7 @@ def check_finish_enum(allowed: tuple[str, ...], choices: Labelled) -> None:
         completion(ctx)
         and ctx.case.body.get("echo") is True
         and all(isinstance(p, str) for p in ctx.case.prompts)
+        and choices_placed(ctx)
     ),
 )
 def echo_prefix(ctx: Context) -> None:
@@ -414,6 +426,8 @@ def logprobs_offsets(ctx: Context) -> None:
 def logprobs_tokens_text(ctx: Context) -> None:
     for name, choice, lp in logprobs_objects(_body_choices(ctx)):
         tokens = lp.get("tokens")
+        if not isinstance(choice.get("text"), str):
+            continue  # RESP-CHOICE-TEXT reports a missing text
         if not isinstance(tokens, list) or any(str(t).startswith("bytes:") for t in tokens):
             continue
         joined = "".join(str(t) for t in tokens)
@@ -518,6 +532,7 @@ def valid_accepted(ctx: Context) -> None:
         ctx.case.mode == "invalid"
         and ctx.case.auth == "default"
         and ctx.exchange.status is not None
+        and UNKNOWN_MODEL_TAG not in ctx.case.tags  # MODEL-NOT-FOUND judges that one
     ),
 )
 def invalid_rejected(ctx: Context) -> None:

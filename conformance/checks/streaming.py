@@ -222,9 +222,17 @@ def framed(ctx: Context) -> bool:
     return streamed(ctx) and view(ctx.exchange).framing is None
 
 
+def uninterrupted(ctx: Context) -> bool:
+    """A framed stream with no error event: after one, clients stop reading (they raise),
+    so STREAM-ERROR-EVENT reports it and the rules about a whole stream do not apply."""
+    return framed(ctx) and not view(ctx.exchange).errors
+
+
 def readable(ctx: Context) -> bool:
-    """A framed stream whose every payload is a JSON object: nothing it sent was lost."""
-    return framed(ctx) and all(isinstance(p.value, dict) for p in view(ctx.exchange).payloads)
+    """An uninterrupted stream whose every payload is a JSON object: nothing was lost."""
+    return uninterrupted(ctx) and all(
+        isinstance(p.value, dict) for p in view(ctx.exchange).payloads
+    )
 
 
 def _indexes(ctx: Context) -> list[Any]:
@@ -303,7 +311,7 @@ def stream_chunk_schema(ctx: Context) -> None:
     area="streaming",
     statement="`data: [DONE]` arrives exactly once, as the last event.",
     source=STREAM_TEXT + " (terminated by a `data: [DONE]` message); erratum done-sentinel",
-    applies=framed,
+    applies=uninterrupted,
 )
 def stream_done(ctx: Context) -> None:
     stream = view(ctx.exchange)

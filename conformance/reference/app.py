@@ -968,10 +968,8 @@ def _fault_top_logprobs_extra(body: dict[str, Any], request: CompletionRequest) 
 
 def _fault_tokens_mismatch(body: dict[str, Any], request: CompletionRequest) -> None:
     for lp in _each_logprobs(body):
-        if lp["tokens"]:
+        if lp["tokens"]:  # same token count: only the join differs from the text
             lp["tokens"][0] += "~"
-        else:
-            lp["tokens"].append("~")
 
 
 def _fault_chat_logprobs(body: dict[str, Any], request: CompletionRequest) -> None:
@@ -1068,9 +1066,9 @@ def _json_response(target: _Target, request: CompletionRequest) -> Response:
     media_type = target.flavor.json_type
     if target.has("json-content-type-text"):  # fault: json-content-type-text
         media_type = "text/plain; charset=utf-8"
-    return Response(
-        _dumps(_drop_nulls(target.flavor, body)), status_code=status, media_type=media_type
-    )
+    if not target.has("null-fields"):  # fault: null-fields keeps the nulls Nscale omits
+        body = _drop_nulls(target.flavor, body)
+    return Response(_dumps(body), status_code=status, media_type=media_type)
 
 
 # --------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ FAULTS: dict[str, str] = {
     "object-chunk": '`object` is "text_completion.chunk" instead of "text_completion" (non-streamed).',
     "created-millis": "`created` is in milliseconds instead of seconds (non-streamed).",
     "empty-id": "`id` is the empty string (non-streamed).",
+    "null-fields": "Non-nullable fields are sent as null (Nscale: `logprobs: null`) (non-streamed).",
     "choice-text-null": "The first choice has `text: null` (non-streamed).",
     "choices-ignore-n": "One choice per prompt whatever `n` asks for (both modes).",
     "duplicate-index": "Every choice has `index: 0` (non-streamed).",
