@@ -13,7 +13,7 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from conformance.exchange import Exchange
+from conformance.exchange import Exchange, SSEEvent
 from conformance.requirements import Context, Level, Requirement, Unsupported, Violation
 from conformance.spec import Spec
 
@@ -272,11 +272,29 @@ def tokens_used(exchange: Exchange) -> int:
     """Tokens the target says it spent on this exchange (0 when it does not say)."""
     usage = None
     if exchange.events is not None:
-        for _, payload, _ in exchange.event_payloads():
-            if isinstance(payload, dict) and isinstance(payload.get("usage"), dict):
-                usage = payload["usage"]
+        usage = _stream_usage(exchange.events)
     elif exchange.status == 200 and isinstance(exchange.json, dict):
         usage = exchange.json.get("usage")
     if isinstance(usage, dict) and isinstance(usage.get("total_tokens"), int):
         return int(usage["total_tokens"])
     return 0
+
+
+def _stream_usage(events: list[SSEEvent]) -> Any:
+    """The ``usage`` object of the last chunk that carries one, else None.
+
+    Called twice per exchange (the budget, the tally), so it parses as little as it can:
+    it reads from the end, where the usage chunk is, and skips events whose data cannot
+    hold a ``usage`` key (a JSON key spells it out unless it uses ``\\u`` escapes).
+    """
+    for ev in reversed(events):
+        data = ev.data
+        if ("usage" not in data and "\\u" not in data) or data == "[DONE]":
+            continue
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            continue
+        if isinstance(payload, dict) and isinstance(payload.get("usage"), dict):
+            return payload["usage"]
+    return None
