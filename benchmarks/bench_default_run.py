@@ -1,0 +1,128 @@
+"""Benchmark: wall time of the README's main command, ``pytest conformance``.
+
+    python benchmarks/bench_default_run.py [--runs N] [--variants warm,cold] [--json OUT]
+
+Runs ``pytest conformance`` against the embedded reference target, once per spec
+(``--spec aihubmix``, the default, and ``--spec nscale``), interleaved, with reports
+written to a scratch directory (``--report-dir``) and ``-p no:cacheprovider`` so that
+the checkout's own reports and pytest cache are left alone. Two environments:
+
+* warm: bytecode cached (in a private PYTHONPYCACHEPREFIX), as on any machine where
+  pytest ran once before;
+* cold: the environment as given. Where PYTHONDONTWRITEBYTECODE is set (this sandbox,
+  many CI images) pytest rewrites the assertions of every module of every installed
+  pytest plugin's distribution (hypothesis, schemathesis, ours) on every run.
+
+Reported: wall and CPU seconds, median (min-max), and the requests each run spent.
+Goal: under 60 s on 2 cores.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (
+    PYTHON,
+    bench_env,
+    fmt_range,
+    machine,
+    parser,
+    print_machine,
+    print_table,
+    run_timed,
+    summary,
+    tail,
+    write_json,
+)
+
+SPECS = ("aihubmix", "nscale")
+GOAL_S = 60.0
+
+
+def command(spec: str, report_dir: Path) -> list[str]:
+    return [
+        PYTHON,
+        "-m",
+        "pytest",
+        "conformance",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--spec",
+        spec,
+        "--report-dir",
+        str(report_dir),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser(__doc__, runs=5)
+    ap.add_argument("--variants", default="warm,cold", help="warm, cold or both")
+    args = ap.parse_args(argv)
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    info = machine()
+    print_machine(info)
+    runs: dict[str, list[dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-default-") as tmp:
+        report_dir = Path(tmp)
+        run_timed(command("aihubmix", report_dir), env=bench_env())  # fills the warm cache
+        for i in range(args.runs):
+            for variant in variants if i % 2 == 0 else list(reversed(variants)):
+                for spec in SPECS if i % 2 == 0 else reversed(SPECS):
+                    timed = run_timed(
+                        command(spec, report_dir), env=bench_env(cold=variant == "cold")
+                    )
+                    spent = json.loads((report_dir / "results.json").read_text())["spent"]
+                    m = {
+                        "wall_s": timed.wall,
+                        "cpu_s": timed.cpu,
+                        "requests": spent["requests"],
+                        "returncode": timed.returncode,
+                    }
+                    runs.setdefault(f"{spec} {variant}", []).append(m)
+                    print(
+                        f"  run {i + 1} {spec:8s} {variant}: {timed.wall:6.2f} s wall, "
+                        f"{timed.cpu:5.2f} s CPU, {spent['requests']} requests, "
+                        f"exit {timed.returncode}"
+                    )
+                    if timed.returncode != 0:
+                        print(tail(timed.stdout + timed.stderr))
+    result = {
+        name: {
+            "wall_s": summary([r["wall_s"] for r in rs]),
+            "cpu_s": summary([r["cpu_s"] for r in rs]),
+            "requests": rs[-1]["requests"],
+        }
+        for name, rs in sorted(runs.items())
+    }
+    print()
+    print(f"median (min-max) over {args.runs} runs:")
+    print_table(
+        ["command", "environment", "wall s", "CPU s", "requests"],
+        [
+            [
+                f"pytest conformance --spec {name.split()[0]}",
+                name.split()[1],
+                fmt_range(r["wall_s"]),
+                fmt_range(r["cpu_s"]),
+                r["requests"],
+            ]
+            for name, r in result.items()
+        ],
+    )
+    worst = max(r["wall_s"]["max"] for r in result.values())
+    print(
+        f"goal < {GOAL_S:.0f} s: {'met' if worst < GOAL_S else 'NOT met'} (slowest run {worst:.1f} s)"
+    )
+    write_json(args.json, {"machine": info, "runs": runs, "summary": result})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
