@@ -109,9 +109,22 @@ class Client:
         return headers
 
     def redacted(self, headers: dict[str, str]) -> dict[str, str]:
-        """Headers safe to show: the key and every extra header value hidden."""
-        secret_names = {"authorization", *(k.lower() for k in self.extra_headers)}
-        return {k: (REDACTED if k.lower() in secret_names else v) for k, v in headers.items()}
+        """Headers safe to show: the key and every extra header value hidden.
+
+        The malformed and wrong credentials of auth probes hold no secret and stay
+        readable, so their reproducers reproduce.
+        """
+        extra = {k.lower() for k in self.extra_headers}
+
+        def secret(name: str, value: str) -> bool:
+            if name.lower() in extra:
+                return True
+            key = self.api_key
+            return (
+                name.lower() == "authorization" and bool(key) and key is not None and key in value
+            )
+
+        return {k: (REDACTED if secret(k, v) else v) for k, v in headers.items()}
 
     @staticmethod
     def encode(case: Case) -> bytes:
@@ -238,6 +251,8 @@ class Client:
         else:
             if parser is not None:
                 exchange.stream_error = parser.close()
+        if parser is not None:
+            exchange.invalid_utf8 = parser.invalid_utf8
         exchange.body = b"".join(kept)
 
 

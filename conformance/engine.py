@@ -23,7 +23,7 @@ from conformance.requirements import REGISTRY, Level, Requirement
 from conformance.results import Finding, Results, evaluate, tokens_used
 from conformance.spec import Spec
 
-EXIT_NO_VERDICT = 3  # distinct from pytest's 1 (tests failed): no verdict was reached
+EXIT_NO_VERDICT = 6  # not one of pytest's own codes (0-5): no verdict was reached
 #: Results.meta key: how often each status code was answered (status as a string).
 OBSERVED = "observed_statuses"
 

@@ -69,6 +69,8 @@ class Exchange:
     ttfb: float | None = None
     elapsed: float = 0.0
     retries: int = 0
+    # An event stream held bytes that are not UTF-8 (decoded with U+FFFD, as WHATWG says).
+    invalid_utf8: bool = False
     # What the official openai SDK made of this answer (conformance/sdk.py), else None.
     sdk: dict[str, Any] | None = None
     _json: Any = field(default=None, repr=False)
@@ -78,7 +80,12 @@ class Exchange:
     @property
     def cut_short_by_sdk(self) -> bool:
         """The openai SDK stopped reading a 200 early (it raised): the body is partial."""
-        return self.sdk is not None and self.sdk.get("error") is not None and self.status == 200
+        return (
+            self.sdk is not None
+            and self.sdk.get("error") is not None
+            and self.status == 200
+            and self.bound is None  # a bound hit is HTTP-COMPLETE's finding
+        )
 
     @property
     def content_type(self) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from conformance.case import Case
-from conformance.client import Client
+from conformance.client import Client, Limits
 from conformance.exchange import Exchange, Headers
 from conformance.sse import SSEParser
 
@@ -35,16 +35,32 @@ def _http_module() -> Any:
     return sys.modules[base.__module__.split(".")[0]]
 
 
-def _tee_transport(http: Any, record: list[tuple[float, bytes]], start: list[float]) -> Any:
-    """A transport that passes everything through and records the body bytes as read."""
+class BoundHit(Exception):
+    """The answer outgrew the suite's limits while the SDK read it."""
+
+
+def _tee_transport(
+    http: Any, record: list[tuple[float, bytes]], start: list[float], limits: Limits, hit: list[str]
+) -> Any:
+    """A transport that passes everything through and records the body bytes as read.
+
+    It enforces the suite's byte and total-time bounds (the SDK has none), so a huge or
+    endless answer ends the SDK's read with a bound named in ``hit``.
+    """
 
     class TeeStream(http.SyncByteStream):  # type: ignore[misc]
         def __init__(self, inner: Any) -> None:
             self.inner = inner
 
         def __iter__(self) -> Iterator[bytes]:
+            size = 0
             for chunk in self.inner:
-                record.append((time.perf_counter() - start[0], chunk))
+                at = time.perf_counter() - start[0]
+                size += len(chunk)
+                if size > limits.max_bytes or at > limits.total:
+                    hit.append("max-bytes" if size > limits.max_bytes else "total")
+                    raise BoundHit(hit[-1])
+                record.append((at, chunk))
                 yield chunk
 
         def close(self) -> None:
@@ -77,6 +93,7 @@ def send(client: Client, case: Case) -> Exchange:
 
     http = _http_module()
     record: list[tuple[float, bytes]] = []
+    hit: list[str] = []
     start = [time.perf_counter()]
     headers = client.headers_for(case)
     extra = {
@@ -91,7 +108,9 @@ def send(client: Client, case: Case) -> Exchange:
         max_retries=0,
         timeout=http.Timeout(limits.total, connect=limits.ttfb, read=limits.gap),
         default_headers=extra,
-        http_client=openai.DefaultHttpxClient(transport=_tee_transport(http, record, start)),
+        http_client=openai.DefaultHttpxClient(
+            transport=_tee_transport(http, record, start, limits, hit)
+        ),
     )
     body = dict(case.body)
     kwargs = {k: v for k, v in body.items() if k not in ("model", "prompt")}
@@ -117,7 +136,13 @@ def send(client: Client, case: Case) -> Exchange:
         view["error"] = f"{type(exc).__name__}: {exc}"[:300]
     finally:
         sdk.close()
-    return _exchange(client, case, status, response_headers, record, view)
+    if hit:
+        view["transport"] = True  # our bound, not the SDK's failure
+    exchange = _exchange(client, case, status, response_headers, record, view)
+    if hit:
+        exchange.bound = hit[0]
+        exchange.stream_error = f"bound hit: {hit[0]} (--max-body-bytes / --stream-total)"
+    return exchange
 
 
 def _exchange(

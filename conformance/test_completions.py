@@ -61,6 +61,11 @@ def test_stop_probe(conformance: ItemRun) -> None:
         tags=frozenset({"probe:stop"}),
     )
     conformance.send(second, related=(first,) if first else ())
+    # The same stop, streamed: a stream must honour stop sequences too.
+    streamed = Case(
+        {**second.body, "stream": True}, mode="probe", label=f"stop probe, streamed: stop={stop!r}"
+    )
+    conformance.send(streamed)
     conformance.verdict()
 
 

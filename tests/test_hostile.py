@@ -83,6 +83,18 @@ SCENARIOS: list[tuple[str, Behaviour, bool, str, str, float]] = [
         0.0,
     ),
     (
+        "invalid UTF-8 in an event stream",
+        respond(
+            "200 OK",
+            b'data: {"id": "\xff", "object": "text_completion", "choices": []}\n\ndata: [DONE]\n\n',
+            content_type="text/event-stream",
+        ),
+        True,
+        "STREAM-FRAMING",
+        "not valid UTF-8",
+        0.0,
+    ),
+    (
         "not JSON as JSON",
         respond("200 OK", b"<html>upstream timed out</html>"),
         False,

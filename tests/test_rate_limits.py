@@ -54,7 +54,7 @@ def test_every_third_request_rate_limited_passes_and_reports_retries(
 
 
 def assert_no_verdict(pytester: pytest.Pytester, result: pytest.RunResult) -> None:
-    """Exit code 3 (not 1), and one line saying that no verdict was reached and why."""
+    """Exit code EXIT_NO_VERDICT (not 1), and one line saying that no verdict was reached and why."""
     output = result.stdout.str() + result.stderr.str()
     assert result.ret == EXIT_NO_VERDICT, output
     verdicts = [line for line in output.splitlines() if line.startswith("verdict: ")]
@@ -117,7 +117,7 @@ def test_probe(conformance):
 def test_under_xdist_rps_is_shared_and_rate_limits_end_without_verdict(
     pytester: pytest.Pytester, targets: Targets, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """-n 2 --rps 8: each worker paces at 4/s; workers' 429s end the run cleanly with 3.
+    """-n 2 --rps 8: each worker paces at 4/s; workers' 429s end the run cleanly with EXIT_NO_VERDICT.
 
     pytest.exit on a worker would crash xdist; the workers skip, and the controller
     decides from their reports. (A small suite of two probes keeps this test fast.)

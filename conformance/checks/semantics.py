@@ -236,6 +236,10 @@ def check_finish_length(ctx: Context, choices: Labelled) -> None:
         hit = list(choices)
     for name, choice in hit:
         reason = choice.get("finish_reason")
+        # A stop sequence found inside the last allowed token ends the choice with "stop"
+        # at exactly max_tokens tokens (OpenAI does so); that is no violation.
+        if reason == "stop" and stops(ctx) and limit > 0:
+            continue
         if reason != "length":
             raise Violation(
                 f'{name} reached max_tokens={limit} but finish_reason is {reason!r}, not "length"'
@@ -487,7 +491,13 @@ def stop_probe(ctx: Context) -> None:
 
 
 def _valid(ctx: Context) -> bool:
-    return ctx.case.mode in ("valid", "edge", "probe") and ctx.exchange.status is not None
+    """A schema-valid request sent with the run's credentials (auth probes are not)."""
+    case = ctx.case
+    return (
+        case.mode in ("valid", "edge", "probe")
+        and case.auth == "default"
+        and ctx.exchange.status is not None
+    )
 
 
 @requirement(
@@ -533,6 +543,7 @@ def valid_accepted(ctx: Context) -> None:
         and ctx.case.auth == "default"
         and ctx.exchange.status is not None
         and UNKNOWN_MODEL_TAG not in ctx.case.tags  # MODEL-NOT-FOUND judges that one
+        and ctx.exchange.status != 429  # rate limited: no answer to judge
     ),
 )
 def invalid_rejected(ctx: Context) -> None:

@@ -121,6 +121,8 @@ def _merged_event(events: Iterable[SSEEvent]) -> tuple[int, int] | None:
 
 def _framing_problem(exchange: Exchange) -> str | None:
     """Why the events of a stream cannot be told apart, or None."""
+    if exchange.invalid_utf8:
+        return "the event stream is not valid UTF-8 (server-sent events are UTF-8 only)"
     merged = _merged_event(exchange.events or [])
     if merged is None and exchange.stream_error:
         # The parser drops an event that never got its blank line; with single newlines
