@@ -64,6 +64,11 @@ def _stop(target: Target) -> None:
     target.server.stop()
 
 
+def target_args(url: str) -> tuple[str, ...]:
+    """Suite options that point the suite at a reference target started by the tests."""
+    return ("--target-url", url, "--model", MODEL, "--api-key", API_KEY)
+
+
 def judge(spec: Spec, exchange: Exchange, related: tuple[Exchange, ...] = ()) -> dict[str, Finding]:
     load_checks()
     return {f.requirement: f for f in evaluate(list(REGISTRY.values()), spec, exchange, related)}

@@ -6,17 +6,17 @@ import json
 from pathlib import Path
 
 import pytest
-from support import API_KEY, MODEL, Targets
+from support import Targets, target_args
 
 from conformance.plugin import SUITE_DIR
 from reports.merge import main as merge_main
 
-QUICK = ("-p", "no:cacheprovider", "--max-examples", "3", "--model", MODEL, "--api-key", API_KEY)
+QUICK = ("-p", "no:cacheprovider", "--max-examples", "3")
 
 
 def run(pytester: pytest.Pytester, url: str, out: Path, *args: str) -> pytest.RunResult:
     return pytester.runpytest_inprocess(
-        str(SUITE_DIR), *QUICK, "--target-url", url, "--report-dir", str(out), *args
+        str(SUITE_DIR), *QUICK, *target_args(url), "--report-dir", str(out), *args
     )
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import API_KEY, MODEL, Targets
+from support import Targets, target_args
 
 from conformance.plugin import SUITE_DIR
 from conformance.reference.proofs import (
@@ -43,12 +43,7 @@ def run_suite(
         "3",
         "--spec",
         flavor,
-        "--target-url",
-        url,
-        "--model",
-        MODEL,
-        "--api-key",
-        API_KEY,
+        *target_args(url),
         "--report-dir",
         str(out),
         *args,

@@ -17,8 +17,18 @@ ROOT = Path(__file__).resolve().parents[1]
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(out), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            str(ROOT),
+        ],
         check=True,
         capture_output=True,
     )
@@ -40,7 +50,17 @@ def test_wheel_carries_packages_specs_and_entry_point(wheel: Path) -> None:
 def test_installed_copy_runs_the_suite_from_elsewhere(wheel: Path, tmp_path: Path) -> None:
     site = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "-q",
+            "--target",
+            str(site),
+            str(wheel),
+        ],
         check=True,
         capture_output=True,
     )
@@ -48,14 +68,38 @@ def test_installed_copy_runs_the_suite_from_elsewhere(wheel: Path, tmp_path: Pat
     elsewhere.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site)}
     where = subprocess.run(
-        [sys.executable, "-c", "from conformance.spec import load_spec; print(load_spec('nscale').path)"],
-        cwd=elsewhere, env=env, check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-c",
+            "from conformance.spec import load_spec; print(load_spec('nscale').path)",
+        ],
+        cwd=elsewhere,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     assert where.stdout.strip().startswith(str(site))
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "--pyargs", "conformance", "-p", "no:cacheprovider",
-         "--max-examples", "2", "--report-dir", "out", "-q"],
-        cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--pyargs",
+            "conformance",
+            "-p",
+            "no:cacheprovider",
+            "--max-examples",
+            "2",
+            "--report-dir",
+            "out",
+            "-q",
+        ],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert (elsewhere / "out" / "junit.xml").is_file()

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from support import API_KEY, MODEL, Targets
+from support import Targets, target_args
 
 from conformance.plugin import SUITE_DIR
 
@@ -37,22 +37,20 @@ def test_external_target_with_a_fault_fails_naming_the_requirement(
     pytester: pytest.Pytester, targets: Targets, tmp_path: Path
 ) -> None:
     url = targets.get("aihubmix", "empty-id").server.url
-    result = run_suite(
-        pytester, "--target-url", url, "--model", MODEL, "--api-key", API_KEY,
-        "--report-dir", str(tmp_path),
-    )
+    result = run_suite(pytester, *target_args(url), "--report-dir", str(tmp_path))
     assert result.ret == 1
     assert "RESP-ID [MUST] `id` is a non-empty string." in result.stdout.str()
     suite = ET.parse(tmp_path / "junit.xml").getroot()
-    failed = [case.get("name") for case in suite.iter("testcase") if case.find("failure") is not None]
+    failed = [
+        case.get("name") for case in suite.iter("testcase") if case.find("failure") is not None
+    ]
     assert failed == ["RESP-ID"]
 
 
 def test_external_conformant_target_passes(pytester: pytest.Pytester, targets: Targets) -> None:
     url = targets.get("nscale").server.url
     result = run_suite(
-        pytester, "--spec", "nscale", "--target-url", url, "--model", MODEL,
-        "--api-key", API_KEY, "--report-dir", str(pytester.path / "out"),
+        pytester, "--spec", "nscale", *target_args(url), "--report-dir", str(pytester.path / "out")
     )
     assert result.ret == 0, result.stdout.str()
 

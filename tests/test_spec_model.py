@@ -97,7 +97,10 @@ def test_declared_statuses_headers_and_security() -> None:
 
 def test_error_schemas() -> None:
     nscale, aihubmix = load_spec("nscale"), load_spec("aihubmix")
-    assert nscale.validate("error", {"error": {"code": "x", "message": "m", "error_type": "t"}}) is None
+    assert (
+        nscale.validate("error", {"error": {"code": "x", "message": "m", "error_type": "t"}})
+        is None
+    )
     assert nscale.validate("error", {"error": {"message": "m"}}) is not None
     assert aihubmix.validate("error", {"error": {"message": "m", "code": 400}}) is None
     assert aihubmix.validate("error", {"detail": "nope"}) is not None

@@ -181,9 +181,7 @@ def test_aihubmix_request_required_and_prompt(aihubmix: dict[str, Any]) -> None:
     assert branches[3]["type"] == "array"
     assert branches[3]["items"]["type"] == "array"
     assert branches[3]["items"]["items"] == {"type": "integer"}
-    assert request["properties"]["stop"] == {
-        "$ref": "#/components/schemas/StopConfiguration"
-    }
+    assert request["properties"]["stop"] == {"$ref": "#/components/schemas/StopConfiguration"}
     assert request["properties"]["stream_options"] == {
         "$ref": "#/components/schemas/ChatCompletionStreamOptions"
     }
@@ -215,9 +213,7 @@ def test_aihubmix_response_schema(aihubmix: dict[str, Any]) -> None:
     ]
     logprobs = choice["properties"]["logprobs"]["anyOf"]
     assert [b["type"] for b in logprobs] == ["object", "null"]
-    assert response["properties"]["usage"] == {
-        "$ref": "#/components/schemas/CompletionUsage"
-    }
+    assert response["properties"]["usage"] == {"$ref": "#/components/schemas/CompletionUsage"}
 
 
 def test_aihubmix_gateway_error(aihubmix: dict[str, Any]) -> None:

@@ -185,9 +185,7 @@ def test_event_type_without_data_does_not_leak() -> None:
 
 
 def test_id_persists_across_events() -> None:
-    events, p, _ = parse(
-        b"id: 7\ndata: a\n\ndata: b\n\nid\ndata: c\n\nid: 9\n\ndata: d\n\n"
-    )
+    events, p, _ = parse(b"id: 7\ndata: a\n\ndata: b\n\nid\ndata: c\n\nid: 9\n\ndata: d\n\n")
     assert [(e.data, e.id) for e in events] == [
         ("a", "7"),
         ("b", "7"),
@@ -435,11 +433,7 @@ def streams(
         if b.id is not None and "\0" not in b.id:
             last_id = b.id
         if data:
-            retry = (
-                int(b.retry)
-                if b.retry and b.retry.isascii() and b.retry.isdigit()
-                else None
-            )
+            retry = int(b.retry) if b.retry and b.retry.isascii() and b.retry.isdigit() else None
             expected.append(("\n".join(data), b.event or None, last_id, retry))
     return "".join(out).encode("utf-8"), expected
 
@@ -496,9 +490,7 @@ _tokens = st.sampled_from(
 @given(st.lists(_tokens, max_size=40), st.lists(st.integers(0, 400), max_size=20))
 @example([b"data: x", b"\r", b"\n", b"\n"], [8])
 @example([b"\xef\xbb\xbf", b"data: a", b"\n", b"\n"], [1, 2])
-def test_property_random_bytes_match_reference(
-    tokens: list[bytes], cuts: list[int]
-) -> None:
+def test_property_random_bytes_match_reference(tokens: list[bytes], cuts: list[int]) -> None:
     body = b"".join(tokens)
     expected, invalid = reference(body)
     pieces = split_at(body, [c % (len(body) + 1) for c in cuts])
@@ -533,9 +525,7 @@ def _openai_decoder() -> Any:
 @pytest.mark.parametrize("size", [1, 2, 3, 7, 64, 4096])
 def test_agrees_with_openai_sdk_decoder(size: int) -> None:
     chunks = [SAMPLE[i : i + size] for i in range(0, len(SAMPLE), size)]
-    theirs = [
-        (e.data, e.event, e.retry) for e in _openai_decoder().iter_bytes(iter(chunks))
-    ]
+    theirs = [(e.data, e.event, e.retry) for e in _openai_decoder().iter_bytes(iter(chunks))]
     events, _, problem = parse(*chunks)
     ours = [(e.data, e.event, e.retry) for e in events]
     assert ours == theirs

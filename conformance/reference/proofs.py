@@ -74,6 +74,9 @@ PROOFS: tuple[Proof, ...] = (
         "RESP-SCHEMA",
         "STREAM-FINISH-ENUM",
         "STREAM-CHUNK-SCHEMA",
+        # eos_token also replaces the "length" that a max_tokens cut-off owes
+        "FINISH-LENGTH",
+        "STREAM-FINISH-LENGTH",
     ),
     _p("ECHO-PREFIX", "echo-ignored", "aihubmix", "STREAM-ECHO-PREFIX"),
     _p("LOGPROBS-PRESENCE", "logprobs-ignored", "aihubmix", "STREAM-LOGPROBS"),
@@ -109,6 +112,8 @@ PROOFS: tuple[Proof, ...] = (
         "RESP-SCHEMA",
         "FINISH-ENUM",
         "STREAM-CHUNK-SCHEMA",
+        "FINISH-LENGTH",
+        "STREAM-FINISH-LENGTH",
     ),
     _p("STREAM-USAGE", "stream-usage-missing"),
     _p("STREAM-USAGE-UNREQUESTED", "stream-usage-unrequested"),
