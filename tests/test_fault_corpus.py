@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def run_suite(
     pytester: pytest.Pytester, targets: Targets, fault: str, flavor: str, *args: str
 ) -> dict[str, dict[str, Any]]:
-    """Run the whole suite against the faulty target; its tallies by requirement ID."""
+    """Run the whole suite against the faulty target: tallies by requirement ID, and
+    the run's verdict under the key "verdict"."""
     url = targets.get(flavor, fault).server.url
     out = pytester.path / "out"
     pytester.runpytest_inprocess(
@@ -49,7 +50,9 @@ def run_suite(
         *args,
     )
     results = json.loads((out / "results.json").read_text())
-    return {t["id"]: t for t in results["requirements"]}
+    tallies = {t["id"]: t for t in results["requirements"]}
+    tallies["verdict"] = results["meta"]["verdict"]
+    return tallies
 
 
 @pytest.mark.parametrize("proof", PROOFS, ids=[f"{p.requirement}:{p.fault}" for p in PROOFS])
@@ -57,6 +60,7 @@ def test_requirement_fails_on_its_fault(
     pytester: pytest.Pytester, targets: Targets, proof: Proof
 ) -> None:
     tallies = run_suite(pytester, targets, proof.fault, proof.flavor, *proof.args)
+    tallies.pop("verdict")
     mine = tallies[proof.requirement]
     if mine["level"] == "CAPABILITY":
         assert mine["unsupported"], f"{proof.requirement} not reported unsupported"
@@ -76,6 +80,7 @@ def test_legal_variation_produces_no_finding(
     pytester: pytest.Pytester, targets: Targets, fault: str, flavor: str
 ) -> None:
     tallies = run_suite(pytester, targets, fault, flavor)
+    assert tallies.pop("verdict") == "passed"
     findings = {rid for rid, t in tallies.items() if t["failed"]}
     assert findings == set()
     declined = {rid for rid, t in tallies.items() if t["unsupported"]}
