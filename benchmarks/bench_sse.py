@@ -114,18 +114,14 @@ _WORDS = [
 ]
 
 
-def _chunk(
-    rng: random.Random, created: int, text: str, finish: str | None = None
-) -> str:
+def _chunk(rng: random.Random, created: int, text: str, finish: str | None = None) -> str:
     return json.dumps(
         {
             "id": f"cmpl-{rng.getrandbits(96):024x}",
             "object": "text_completion",
             "created": created,
             "model": "m",
-            "choices": [
-                {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
-            ],
+            "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish}],
         },
         separators=(",", ":"),
         ensure_ascii=rng.random() < 0.5,
@@ -177,9 +173,7 @@ def _text(rng: random.Random, size: int) -> str:
     return "".join(out)
 
 
-def build_stream(
-    seed: int = 20240501, min_bytes: int = MIN_BYTES
-) -> tuple[bytes, dict[str, int]]:
+def build_stream(seed: int = 20240501, min_bytes: int = MIN_BYTES) -> tuple[bytes, dict[str, int]]:
     """Return the recorded body and a tally of what it holds."""
     rng = random.Random(seed)
     created = 1_714_000_000
@@ -288,16 +282,10 @@ def _summary(times: list[float], events: int, nbytes: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
-    ap.add_argument(
-        "--runs", type=int, default=7, help="runs per decoder (min 5; default 7)"
-    )
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--runs", type=int, default=7, help="runs per decoder (min 5; default 7)")
     ap.add_argument("--json", type=Path, help="also write the results as JSON here")
-    ap.add_argument(
-        "--chunk-size", type=int, default=4096, help="bytes per chunk (default 4096)"
-    )
+    ap.add_argument("--chunk-size", type=int, default=4096, help="bytes per chunk (default 4096)")
     ap.add_argument("--seed", type=int, default=20240501)
     args = ap.parse_args(argv)
     runs = max(5, args.runs)
@@ -341,9 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {name: _summary(ts, n_events, len(body)) for name, ts in times.items()}
     ratio = results["ours"]["mb_per_s_median"] / results["openai"]["mb_per_s_median"]
     print()
-    print(
-        f"{'decoder':8s} {'events/s median (min-max)':>40s} {'MB/s median (min-max)':>30s}"
-    )
+    print(f"{'decoder':8s} {'events/s median (min-max)':>40s} {'MB/s median (min-max)':>30s}")
     for name, r in results.items():
         ev = (
             f"{r['events_per_s_median']:,.0f} "
