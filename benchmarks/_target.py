@@ -4,12 +4,13 @@
                                  [--delay SECONDS]
 
 Binds 127.0.0.1 on a free port, prints ``URL http://127.0.0.1:PORT`` on stdout once it
-serves, and runs until it is terminated. Two small ASGI wrappers sit in front of the
-reference app:
+serves, and runs until it is terminated. One small ASGI wrapper sits in front of the
+reference app and adds:
 
-* a counter of ``POST /v1/completions`` requests with the wall-clock time the first one
-  arrived and the last one was answered (``GET /_bench/stats``; ``POST /_bench/reset``
-  zeroes it), so every tool's requests are counted the same way, by the target;
+* a counter of ``POST /v1/completions`` requests: the wall-clock times they arrived
+  (the first MAX_ARRIVALS), the statuses answered and the time the last answer ended
+  (``GET /_bench/stats``; ``POST /_bench/reset`` zeroes it), so every tool's requests
+  are counted the same way, by the target;
 * an optional fixed latency (``--delay``): each completion request waits that long
   before the app sees it, without blocking other requests (``asyncio.sleep``).
 
@@ -35,6 +36,7 @@ import uvicorn
 from conformance.reference import create_app
 
 COMPLETIONS = "/v1/completions"
+MAX_ARRIVALS = 100_000
 
 
 class Bench:
@@ -47,11 +49,19 @@ class Bench:
 
     def reset(self) -> None:
         self.requests = 0
-        self.first: float | None = None
+        self.arrivals: list[float] = []
         self.last: float | None = None
+        self.statuses: dict[str, int] = {}
 
     def stats(self) -> dict[str, Any]:
-        return {"requests": self.requests, "first": self.first, "last": self.last}
+        first = self.arrivals[0] if self.arrivals else None
+        return {
+            "requests": self.requests,
+            "first": first,
+            "last": self.last,
+            "arrivals": self.arrivals,
+            "statuses": dict(sorted(self.statuses.items())),
+        }
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -63,15 +73,23 @@ class Bench:
                 self.reset()
             await _send_json(send, self.stats())
             return
-        if path == COMPLETIONS:
-            self.requests += 1
-            if self.first is None:
-                self.first = time.time()
-            if self.delay:
-                await asyncio.sleep(self.delay)
-        await self.app(scope, receive, send)
-        if path == COMPLETIONS:
-            self.last = time.time()
+        if path != COMPLETIONS:
+            await self.app(scope, receive, send)
+            return
+        self.requests += 1
+        if len(self.arrivals) < MAX_ARRIVALS:
+            self.arrivals.append(time.time())
+        if self.delay:
+            await asyncio.sleep(self.delay)
+
+        async def counting_send(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                status = str(message["status"])
+                self.statuses[status] = self.statuses.get(status, 0) + 1
+            await send(message)
+
+        await self.app(scope, receive, counting_send)
+        self.last = time.time()
 
 
 async def _send_json(send: Any, value: Any) -> None:
