@@ -20,12 +20,11 @@ from conformance.client import Client, RetryPolicy
 from conformance.exchange import Exchange
 from conformance.latency import stream_latency
 from conformance.requirements import REGISTRY, Level, Requirement
-from conformance.results import Finding, Results, evaluate, tokens_used
+from conformance.results import OBSERVED, Finding, Results, evaluate, tokens_used
 from conformance.spec import Spec
 
 EXIT_NO_VERDICT = 6  # not one of pytest's own codes (0-5): no verdict was reached
 #: Results.meta key: how often each status code was answered (status as a string).
-OBSERVED = "observed_statuses"
 
 
 def no_verdict_reason(retry: RetryPolicy) -> str:
@@ -34,14 +33,6 @@ def no_verdict_reason(retry: RetryPolicy) -> str:
         f"the target kept answering 429 (rate limited) after {retry.max_retries} retries "
         f"within {retry.max_wait:g} s"
     )
-
-
-def merge_observed(into: Results, other: Results) -> None:
-    """Fold ``other``'s status counts into ``into`` (Results.merge keeps meta's first value)."""
-    counts: dict[str, int] = dict(into.meta.get(OBSERVED, {}))
-    for status, n in other.meta.get(OBSERVED, {}).items():
-        counts[status] = counts.get(status, 0) + int(n)
-    into.meta[OBSERVED] = dict(sorted(counts.items()))
 
 
 def status_summary(results: Results, spec: Spec) -> str:

@@ -22,17 +22,15 @@ from conformance import __version__
 from conformance.client import Client, Limits, Pacer, RetryPolicy
 from conformance.engine import (
     EXIT_NO_VERDICT,
-    OBSERVED,
     ItemRun,
     Run,
     Settings,
-    merge_observed,
     no_verdict_reason,
     status_summary,
 )
 from conformance.exchange import Exchange
 from conformance.requirements import REGISTRY, load_checks
-from conformance.results import Results
+from conformance.results import OBSERVED, Results
 from conformance.spec import BUILTIN_SPECS, SpecError, load_spec
 
 SUITE_DIR = Path(__file__).resolve().parent
@@ -369,7 +367,6 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     config = _config_of(report)
     if config is not None and RESULTS_KEY in config.stash:
         incoming = Results.from_json(json.loads(payload))
-        merge_observed(config.stash[RESULTS_KEY], incoming)
         config.stash[RESULTS_KEY].merge(incoming)
 
 

@@ -18,6 +18,8 @@ from conformance.requirements import Context, Level, Requirement, Unsupported, V
 from conformance.spec import Spec
 
 RESULTS_SCHEMA_VERSION = 1
+#: Results.meta key: how often each status code was answered (status as a string).
+OBSERVED = "observed_statuses"
 MAX_EXAMPLES = 3
 EXCERPT_CHARS = 2000
 TRANSCRIPT_EVENTS = 40
@@ -199,8 +201,13 @@ class Results:
                 self.capabilities.setdefault(feature, {})
                 self.capabilities[feature][outcome] = self.capabilities[feature].get(outcome, 0) + n
         self.latency += other.latency
+        observed: dict[str, int] = dict(self.meta.get(OBSERVED, {}))
+        for status, n in other.meta.get(OBSERVED, {}).items():
+            observed[status] = observed.get(status, 0) + int(n)
         for key, value in other.meta.items():
             self.meta.setdefault(key, value)
+        if observed:
+            self.meta[OBSERVED] = dict(sorted(observed.items()))
 
     def failing(self, *, strict: bool = False, known: frozenset[str] = frozenset()) -> list[Tally]:
         """Requirements whose failures decide the verdict (SHOULD too under ``strict``).
