@@ -541,6 +541,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--prepare-only", action="store_true", help="install and build, run nothing"
     )
+    parser.add_argument(
+        "--serve",
+        type=float,
+        metavar="SECONDS",
+        help="start each selected target, print its URL and key, keep it up this long "
+        "(or until interrupted) for hand-made requests, and run no suite",
+    )
     args = parser.parse_args(argv)
     wanted = [n.strip() for n in args.targets.split(",") if n.strip()]
     unknown = set(wanted) - {t.name for t in TARGETS}
@@ -594,6 +601,9 @@ def main(argv: list[str] | None = None) -> int:
                 version = target.version(work)
                 summary["targets"][target.name] = {"version": version, "url": servers[0].url}  # type: ignore[index]
                 log(f"{target.name}: {version}")
+                if args.serve:
+                    _serve(target, servers[0], key, args.serve)
+                    continue
                 for spec in target.specs:
                     if spec not in specs:
                         continue
@@ -616,6 +626,27 @@ def main(argv: list[str] | None = None) -> int:
         stop_all()
         pool.shutdown(wait=False, cancel_futures=True)
     return _finish(failures, summary, work, started)
+
+
+def _serve(target: Target, server: Server, key: str, seconds: float) -> None:
+    print(
+        f"\n{target.name} serves model {target.model!r} at {server.url}\n"
+        f"  export CONFORMANCE_API_KEY={key}\n"
+        f"  curl -sS {server.url}/v1/completions -H 'Content-Type: application/json' "
+        f'-H "Authorization: Bearer $CONFORMANCE_API_KEY" '
+        f'-d \'{{"model": "{target.model}", "prompt": "Say hi", "max_tokens": 4}}\'\n'
+        f"  (up for {seconds:.0f} s; Ctrl-C stops it)\n",
+        flush=True,
+    )
+    try:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if server.proc is not None and server.proc.poll() is not None:
+                log(f"{target.name}: exited {server.proc.returncode}")
+                return
+            time.sleep(1)
+    except KeyboardInterrupt:
+        log(f"{target.name}: interrupted")
 
 
 def _timed(step: str, fn: Callable[[Work], Path], work: Work) -> Path:

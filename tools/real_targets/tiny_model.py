@@ -116,7 +116,7 @@ def build_vocab(merge_count: int) -> tuple[list[str], list[int], list[str]]:
     return tokens, types, [f"{a} {b}" for a, b in merges]
 
 
-def write_model(path: Path, *, seed: int = 0, merge_count: int = 255) -> int:
+def write_model(path: Path, *, seed: int = 1, merge_count: int = 255) -> int:
     """Write the model to ``path``; return its vocabulary size."""
     import gguf
 
@@ -150,20 +150,43 @@ def write_model(path: Path, *, seed: int = 0, merge_count: int = 255) -> int:
     w.add_eos_token_id(eot)
     w.add_add_bos_token(False)
 
-    w.add_tensor("token_embd.weight", weight(n_vocab, N_EMBD))
+    # Dimension 0 of the residual stream is a constant feature: every embedding has 1.0
+    # there and no layer writes to it (row 0 of attn_output and ffn_down is zero). Column
+    # 0 of the output matrix then acts as a per-token bias, used to make control bytes
+    # and lone non-ASCII bytes (half a UTF-8 character) rare but possible: the texts are
+    # mostly the corpus' words in a random order, like a (bad) real model's.
+    embd = weight(n_vocab, N_EMBD)
+    embd[:, 0] = 1.0
+    w.add_tensor("token_embd.weight", embd)
     for i in range(N_LAYER):
         p = f"blk.{i}."
         w.add_tensor(p + "attn_norm.weight", np.ones(N_EMBD, dtype=np.float32))
-        for name in ("attn_q", "attn_k", "attn_v", "attn_output"):
+        for name in ("attn_q", "attn_k", "attn_v"):
             w.add_tensor(p + name + ".weight", weight(N_EMBD, N_EMBD))
+        attn_out = weight(N_EMBD, N_EMBD)
+        attn_out[0, :] = 0.0
+        w.add_tensor(p + "attn_output.weight", attn_out)
         w.add_tensor(p + "ffn_norm.weight", np.ones(N_EMBD, dtype=np.float32))
         w.add_tensor(p + "ffn_gate.weight", weight(N_FF, N_EMBD))
         w.add_tensor(p + "ffn_up.weight", weight(N_FF, N_EMBD))
-        w.add_tensor(p + "ffn_down.weight", weight(N_EMBD, N_FF))
+        ffn_down = weight(N_EMBD, N_FF)
+        ffn_down[0, :] = 0.0
+        w.add_tensor(p + "ffn_down.weight", ffn_down)
     w.add_tensor("output_norm.weight", np.ones(N_EMBD, dtype=np.float32))
     # Scaled up so that the next-token distribution is peaked rather than flat, which
-    # keeps generation at temperature 0 stable and logprobs away from -log(n_vocab).
-    w.add_tensor("output.weight", weight(n_vocab, N_EMBD) * 4.0)
+    # keeps logprobs away from -log(n_vocab).
+    output = weight(n_vocab, N_EMBD) * 4.0
+    output[:, 0] = 0.0
+    for b in range(256):
+        if (b < 0x20 and b != 0x0A) or b == 0x7F:
+            output[b, 0] = -2.0  # control bytes: very rare
+        elif b >= 0x80:
+            output[b, 0] = -0.6  # half a UTF-8 character: rare
+    space = bytes_to_unicode()[0x20]
+    for t, text in enumerate(tokens):
+        if t >= 256 and text.startswith(space):
+            output[t, 0] = 0.25  # words that start with a space: more, shorter words
+    w.add_tensor("output.weight", output)
 
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -175,7 +198,7 @@ def write_model(path: Path, *, seed: int = 0, merge_count: int = 255) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--merges", type=int, default=255, help="BPE merges to learn")
     args = parser.parse_args(argv)
     args.out.parent.mkdir(parents=True, exist_ok=True)
