@@ -230,7 +230,7 @@ def nscale_for_prism(work: Work) -> Path:
     """specs/nscale.yaml with the `type: object` beside `anyOf` removed (see the doc).
 
     As written, PromptValue and StopSequence say `type: object` next to an anyOf of string
-    and array branches, so no prompt validates and Prism answers every request 422. The
+    and array branches, so no prompt validates and Prism answers every request 400. The
     suite applies the same erratum in code (conformance/spec.py); Prism needs it in the file.
     """
     import yaml
