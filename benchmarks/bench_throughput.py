@@ -123,6 +123,9 @@ def our_cmd(spec: str, url: str, k: int, report_dir: Path) -> list[str]:
         API_KEY,
         "--max-examples",
         str(k),
+        # The default budget (500 requests) would cut a larger comparison short.
+        "--budget-requests",
+        "100000",
         "--report-dir",
         str(report_dir),
     ]
