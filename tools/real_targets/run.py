@@ -18,6 +18,7 @@ The targets:
   litellm-forward      LiteLLM proxy forwarding to llama-cpp-python (text-completion-openai)
   prism-aihubmix       Stoplight Prism mocking specs/aihubmix.yaml
   prism-nscale         Stoplight Prism mocking specs/nscale.yaml (a patched copy: see below)
+  prism-proxy          Prism as a validating proxy (Nscale doc) in front of llama-cpp-python
 
 Results: ``WORK/results/<target>-<spec>/{results.json,report.html,junit.xml}``, the
 server logs beside them, ``WORK/results/matrix.{html,md}`` and ``WORK/results/summary.json``.
@@ -259,8 +260,9 @@ class Target:
     model: str
     start: Callable[[Work, dict[str, Path], str], list[Server]]
     vocab_size: int | None = None
-    note: str = ""
     version: Callable[[Work], str] = field(default=lambda _w: "?")
+    # Called after each suite run, before the servers stop (e.g. to read their logs).
+    after: Callable[[Work, list[Server], str], None] | None = None
 
 
 def _pkg_version(py: Path, dist: str) -> str:
@@ -388,6 +390,54 @@ def start_prism_nscale(work: Work, prep: dict[str, Path], key: str) -> list[Serv
     return _prism(work, prep, "prism-nscale", nscale_for_prism(work))
 
 
+def start_prism_proxy(work: Work, prep: dict[str, Path], key: str) -> list[Server]:
+    """Prism as a validating proxy (the patched Nscale doc) in front of llama-cpp-python.
+
+    Prism forwards every request unchanged and reports what it finds wrong in each answer
+    (its `sl-violations` header and its log): an independent validator to hold the suite's
+    schema findings against.
+    """
+    upstream = _llama_cpp_python_server(work, prep, key)
+    upstream.name = "llama-cpp-python (upstream of prism-proxy)"
+    upstream.log_path = work.logs / "server-prism-proxy-upstream.log"
+    upstream.start(ready_timeout=120)
+    port = free_port()
+    proxy = Server(
+        "prism-proxy",
+        [prep["prism"], "proxy", nscale_for_prism(work), upstream.url,
+         "--host", "127.0.0.1", "--port", str(port)],
+        port=port,
+        log_path=work.logs / "server-prism-proxy.log",
+        ready_path="/",
+        cwd=work.root,
+    )  # fmt: skip
+    try:
+        proxy.start(ready_timeout=120)
+    except BaseException:
+        upstream.stop()
+        raise
+    return [proxy, upstream]
+
+
+def prism_violations(work: Work, servers: list[Server], spec: str) -> None:
+    """Tally the violations Prism's log reports, for comparison with the suite's findings."""
+    import re
+    from collections import Counter
+
+    text = servers[0].log_path.read_text(encoding="utf-8", errors="replace")
+    found = Counter(
+        re.sub(r"\d+", "N", m.group(1).strip()) for m in re.finditer(r"Violation: (.*)", text)
+    )
+    out = work.results / f"prism-proxy-{spec}" / "prism-violations.txt"
+    lines = [f"{n:5d}  {msg}" for msg, n in found.most_common()]
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    log(
+        f"prism-proxy: {sum(found.values())} violations reported by Prism, {len(found)} kinds -> {out}"
+    )
+    for line in lines[:8]:
+        log(f"prism-proxy:   {line.strip()[:150]}")
+
+
 def _version_llama_cpp_python(work: Work) -> str:
     return "llama-cpp-python " + _pkg_version(
         work.llama_venv / "bin" / "python", "llama-cpp-python"
@@ -441,6 +491,10 @@ TARGETS = [
            start_litellm_forward, vocab_size=512, version=_version_litellm_forward),
     Target("llama-server", ("model", "llama-server"), SPECS, MODEL_ALIAS, start_llama_server,
            vocab_size=512, version=_version_llama_server),
+    Target("prism-proxy", ("model", "llama-cpp-python", "prism"), ("nscale",), MODEL_ALIAS,
+           start_prism_proxy, vocab_size=512,
+           version=lambda w: f"{_version_prism(w)} proxy -> {_version_llama_cpp_python(w)}",
+           after=prism_violations),
 ]  # fmt: skip
 
 PREPARE: dict[str, Callable[[Work], Path]] = {
@@ -506,21 +560,32 @@ def run_suite(work: Work, target: Target, spec: str, url: str, key: str) -> dict
     return entry
 
 
-def compare(work: Work, runs: list[dict[str, object]]) -> None:
-    done = [r for r in runs if r.get("results")]
+def compare(work: Work) -> None:
+    """The matrix over every run in the results folder, this invocation's and earlier ones'.
+
+    A run's folder is replaced when it is measured again, so a partial run (--targets)
+    updates its own columns and keeps the others.
+    """
+    done = []
+    for target in TARGETS:
+        for spec in SPECS:
+            results = work.results / f"{target.name}-{spec}" / "results.json"
+            if results.exists():
+                done.append((f"{target.name} ({spec})", results))
     if not done:
         log("no results to compare")
         return
-    names = ",".join(f"{r['target']} ({r['spec']})" for r in done)
     cmd = [
-        work.python, "-m", "reports.compare", *[str(r["results"]) for r in done],
+        work.python, "-m", "reports.compare", *[str(path) for _, path in done],
         "--html", str(work.results / "matrix.html"), "--md", str(work.results / "matrix.md"),
-        "--names", names,
+        "--names", ",".join(name for name, _ in done),
     ]  # fmt: skip
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         raise StepError(f"conformance-compare exited {proc.returncode}: {proc.stderr.strip()}")
-    log(f"matrix: {work.results / 'matrix.md'} and {work.results / 'matrix.html'}")
+    log(
+        f"matrix of {len(done)} runs: {work.results / 'matrix.md'} and {work.results / 'matrix.html'}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -609,6 +674,8 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     entry = run_suite(work, target, spec, servers[0].url, key)
                     entry["version"] = version
+                    if target.after is not None and entry.get("results"):
+                        target.after(work, servers, spec)
                     runs.append(entry)
                     if not entry.get("results"):
                         failures.append(f"{target.name} / {spec}: the suite wrote no results")
@@ -619,7 +686,7 @@ def main(argv: list[str] | None = None) -> int:
                 for server in servers:
                     server.stop()
                 log(f"{target.name}: stopped")
-        compare(work, runs)
+        compare(work)
     except StepError as exc:
         failures.append(str(exc))
     finally:
