@@ -190,25 +190,34 @@ def read_stream(stream: Any) -> dict[str, Any]:
     """Consume a Stream as users do: text per index, finish reasons, the usage chunk."""
     texts: dict[int, str] = {}
     finish: dict[int, str] = {}
-    chunks = 0
+    chunks = no_text = 0
     usage = None
     for chunk in stream:
         chunks += 1
         for choice in chunk.choices:
             seen = _read_choice(choice)
-            texts[seen["index"]] = texts.get(seen["index"], "") + seen["text"]
+            if seen["text"] is None:
+                no_text += 1  # users' `+= choice.text` would raise here
+            else:
+                texts[seen["index"]] = texts.get(seen["index"], "") + seen["text"]
             if seen["finish_reason"] is not None:
                 finish[seen["index"]] = seen["finish_reason"]
         if chunk.usage is not None:
             usage = _read_usage(chunk.usage)
-    return {"chunks": chunks, "texts": texts, "finish_reasons": finish, "usage": usage}
+    return {
+        "chunks": chunks,
+        "texts": texts,
+        "finish_reasons": finish,
+        "usage": usage,
+        "text_none": no_text,
+    }
 
 
 def _read_choice(choice: Any) -> dict[str, Any]:
     logprobs = choice.logprobs
     return {
         "index": int(choice.index),
-        "text": str(choice.text),
+        "text": choice.text,  # None stays None: that is what users' code gets
         "finish_reason": choice.finish_reason,
         "tokens": list(logprobs.tokens or []) if logprobs is not None else None,
         "token_logprobs": list(logprobs.token_logprobs or []) if logprobs is not None else None,

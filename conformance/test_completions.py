@@ -50,7 +50,8 @@ def test_stop_probe(conformance: ItemRun) -> None:
     }
     first = conformance.send(Case(body, mode="probe", label="stop probe: first answer"))
     text = _first_text(first.json if first else None)
-    words = re.findall(r"\S+", text or "")
+    # U+FFFD stands for bytes that are not UTF-8: no server can match it as a stop.
+    words = [w for w in re.findall(r"\S+", text or "") if "\ufffd" not in w]
     if len(words) < 2:
         pytest.skip("the first answer has too few words to pick a stop sequence from")
     stop = words[len(words) // 2]

@@ -31,6 +31,12 @@ def _cases(model: str, max_tokens: int) -> list[Case]:
             label="SDK: stream, n=2, include_usage",
             tags=frozenset({"sdk"}),
         ),
+        # Plain twins, so a target that declines n > 1 still gets an SDK verdict.
+        Case(
+            {**base, "prompt": "Say something", "stream": True},
+            label="SDK: stream, plain",
+            tags=frozenset({"sdk"}),
+        ),
     ]
 
 

@@ -38,6 +38,7 @@ ROWS: list[tuple[str, dict[str, Any], set[str], tuple[str, ...]]] = [
     ("logprobs-ignored", LOGPROBS, {"LOGPROBS-PRESENCE"}, FLAVORS),
     ("logprobs-unrequested", {}, {"LOGPROBS-PRESENCE"}, FLAVORS),
     ("logprobs-length-mismatch", LOGPROBS, {"LOGPROBS-SHAPE"}, FLAVORS),
+    ("logprobs-chat-shape", LOGPROBS, {"LOGPROBS-SHAPE"}, FLAVORS),
     ("logprobs-positive", LOGPROBS, {"LOGPROBS-VALUES"}, FLAVORS),
     ("top-logprobs-extra", LOGPROBS, {"LOGPROBS-TOP-COUNT"}, FLAVORS),
     ("text-offset-decreasing", LOGPROBS, {"LOGPROBS-OFFSETS"}, FLAVORS),
@@ -106,3 +107,10 @@ def test_invalid_request_must_be_rejected(targets: Targets, flavor: str) -> None
     findings = targets.get(flavor, "accepts-invalid").judge(bad)
     assert failed(findings) == {"INVALID-REJECTED"}
     assert "max_tokens:type" in findings["INVALID-REJECTED"].message
+
+
+def test_stop_sequences_with_a_replacement_character_are_not_judged(targets: Targets) -> None:
+    """U+FFFD stands for bytes that are not UTF-8: a server can never match such a stop."""
+    request = case(max_tokens=8, stop=["\ufffd"])
+    findings = targets.get("aihubmix", "stop-in-text").judge(request)
+    assert "STOP-ABSENT" not in findings

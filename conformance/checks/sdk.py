@@ -104,6 +104,13 @@ def _wire_stream(ctx: Context) -> tuple[dict[int, str], int, dict[str, Any] | No
 def sdk_stream(ctx: Context) -> None:
     _sdk_error(ctx)
     view = ctx.exchange.sdk or {}
+    if not view.get("chunks"):
+        raise Violation("the SDK read no chunk from the stream: users' code gets no text")
+    if view.get("text_none"):
+        raise Violation(
+            f"the SDK read choices[].text as None in {view['text_none']} chunk(s) (the wire "
+            "omits text): users' code that joins the text raises"
+        )
     texts, chunks, usage = _wire_stream(ctx)
     _differs("chunk count", view.get("chunks"), chunks)
     _differs("text per choice index", view.get("texts"), texts)

@@ -89,12 +89,15 @@ def prompt_of(ctx: Context, choice: dict[str, Any]) -> Any:
 
 
 def stops(ctx: Context) -> list[str]:
+    """The request's stop sequences that a server can match.
+
+    A sequence holding U+FFFD is left out: servers print that character for bytes that are
+    not UTF-8, so it can stand in a text without the model ever producing it, and a server
+    rightly never matches it (seen on llama.cpp's server, docs/real-targets.md).
+    """
     stop = ctx.case.body.get("stop")
-    if isinstance(stop, str):
-        return [stop] if stop else []
-    if isinstance(stop, list):
-        return [s for s in stop if isinstance(s, str) and s]
-    return []
+    listed = [stop] if isinstance(stop, str) else stop if isinstance(stop, list) else []
+    return [s for s in listed if isinstance(s, str) and s and "\ufffd" not in s]
 
 
 def logprobs_objects(choices: Labelled) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
@@ -323,7 +326,8 @@ def check_logprobs_presence(ctx: Context, choices: Labelled) -> None:
     "LOGPROBS-SHAPE",
     level=MUST,
     area="semantics",
-    statement="tokens, token_logprobs, top_logprobs and text_offset have one entry per token.",
+    statement="logprobs is the completions shape: tokens, token_logprobs, top_logprobs and "
+    "text_offset arrays with one entry per token.",
     source="OpenAI behaviour: parallel arrays in the legacy logprobs object",
     applies=_has_logprobs,
 )
@@ -332,8 +336,12 @@ def logprobs_shape(ctx: Context) -> None:
 
 
 def check_logprobs_shape(choices: Labelled) -> None:
-    """The parallel logprobs arrays have equal lengths."""
+    """The legacy logprobs object: parallel arrays of equal lengths (not the chat shape)."""
     for name, _, lp in logprobs_objects(choices):
+        missing = [k for k in ("tokens", "token_logprobs") if not isinstance(lp.get(k), list)]
+        if missing:
+            shape = " (the chat shape {content: [...]})" if "content" in lp else ""
+            raise Violation(f"{name}.logprobs lacks {', '.join(missing)}{shape}")
         lengths = {
             k: len(lp[k])
             for k in ("tokens", "token_logprobs", "top_logprobs", "text_offset")
@@ -469,7 +477,9 @@ def check_stop_absent(ctx: Context, choices: Labelled) -> None:
     statement="At temperature 0 with a fixed seed, a stop sequence taken from a first answer "
     'ends the second answer just before it, with finish_reason "stop".',
     source="spec: StopConfiguration; determinism is best effort (seed), hence SHOULD",
-    applies=lambda ctx: completion(ctx) and "probe:stop" in ctx.case.tags and bool(ctx.related),
+    applies=lambda ctx: (
+        completion(ctx) and "probe:stop" in ctx.case.tags and bool(ctx.related) and bool(stops(ctx))
+    ),
 )
 def stop_probe(ctx: Context) -> None:
     first = ctx.related[0].json
