@@ -23,6 +23,9 @@ from conformance.requirements import REGISTRY, Level, Requirement
 from conformance.results import OBSERVED, Finding, Results, evaluate, tokens_used
 from conformance.spec import Spec
 
+# Generated tests are split into this many items (the same cases in all), so that
+# pytest-xdist and --shard can balance a run.
+BATCHES = 4
 EXIT_NO_VERDICT = 6  # not one of pytest's own codes (0-5): no verdict was reached
 #: Results.meta key: how often each status code was answered (status as a string).
 
@@ -69,6 +72,11 @@ class Settings:
     skip_checks: tuple[str, ...] = ()
     # Requirements failing in the --baseline run: reported, but they fail no test.
     known_failures: frozenset[str] = frozenset()
+
+
+batched = pytest.mark.parametrize(
+    "batch", range(BATCHES), ids=[f"batch{b + 1}of{BATCHES}" for b in range(BATCHES)]
+)
 
 
 class BudgetSpent(Exception):

@@ -210,7 +210,8 @@ def pytest_configure(config: pytest.Config) -> None:
         vocab_size=opt.vocab_size,
         seed=opt.seed,
         strict=opt.strict_should,
-        budget_requests=opt.budget_requests,
+        # The preflight request to an external target comes out of the budget too.
+        budget_requests=opt.budget_requests - (1 if opt.target_url else 0),
         budget_tokens=opt.budget_tokens,
         checks=checks,
         skip_checks=skip,

@@ -7,34 +7,38 @@ import re
 import pytest
 
 from conformance.case import Case
-from conformance.engine import ItemRun
+from conformance.engine import BATCHES, ItemRun, batched
 from strategies import draw, edge_requests, invalid_cases, valid_requests
 
 pytestmark = pytest.mark.conformance
 
 
-def test_valid_requests(conformance: ItemRun) -> None:
+@batched
+def test_valid_requests(conformance: ItemRun, batch: int) -> None:
     s = conformance.settings
     strategy = valid_requests(
         conformance.spec, model=s.model, max_tokens=s.max_tokens, vocab_size=s.vocab_size
     )
-    conformance.send_all(draw(strategy, s.max_examples, seed_value=s.seed))
+    conformance.send_all(draw(strategy, s.max_examples, seed_value=s.seed, part=(batch, BATCHES)))
     conformance.verdict()
 
 
-def test_edge_requests(conformance: ItemRun) -> None:
+@batched
+def test_edge_requests(conformance: ItemRun, batch: int) -> None:
     s = conformance.settings
     cases = edge_requests(
         conformance.spec, model=s.model, max_tokens=s.max_tokens, vocab_size=s.vocab_size
     )
-    conformance.send_all(cases)
+    conformance.send_all(cases[batch::BATCHES])
     conformance.verdict()
 
 
-def test_invalid_requests(conformance: ItemRun) -> None:
+@batched
+def test_invalid_requests(conformance: ItemRun, batch: int) -> None:
     """One request per rule the spec states: cheap, since each must be rejected unserved."""
     s = conformance.settings
-    conformance.send_all(invalid_cases(conformance.spec, model=s.model, max_tokens=1))
+    cases = invalid_cases(conformance.spec, model=s.model, max_tokens=1)
+    conformance.send_all(cases[batch::BATCHES])
     conformance.verdict()
 
 

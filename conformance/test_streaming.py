@@ -9,7 +9,7 @@ import pytest
 
 from conformance.case import Case
 from conformance.checks.streaming import TWIN_TAG
-from conformance.engine import ItemRun
+from conformance.engine import BATCHES, ItemRun, batched
 from strategies import describe, draw, request_tags, valid_requests
 
 pytestmark = pytest.mark.conformance
@@ -19,7 +19,8 @@ def _case(body: dict[str, Any]) -> Case:
     return Case(body, mode="valid", label=describe(body), tags=request_tags(body))
 
 
-def test_valid_streams(conformance: ItemRun) -> None:
+@batched
+def test_valid_streams(conformance: ItemRun, batch: int) -> None:
     s = conformance.settings
     strategy = valid_requests(
         conformance.spec,
@@ -28,7 +29,7 @@ def test_valid_streams(conformance: ItemRun) -> None:
         vocab_size=s.vocab_size,
         stream=True,
     )
-    conformance.send_all(draw(strategy, s.max_examples, seed_value=s.seed))
+    conformance.send_all(draw(strategy, s.max_examples, seed_value=s.seed, part=(batch, BATCHES)))
     conformance.verdict()
 
 

@@ -11,11 +11,21 @@ alone, every draw after it random.
 
 from __future__ import annotations
 
+import random
 from typing import Any, TypeVar
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
+
+try:
+    from hypothesis.control import BuildContext
+    from hypothesis.errors import StopTest
+    from hypothesis.internal.conjecture.data import ConjectureData
+
+    _INTERNALS = True
+except ImportError:  # pragma: no cover - another Hypothesis: the public way only
+    _INTERNALS = False
 
 T = TypeVar("T")
 # Spreads the per-value seeds of different seed_values apart (a large prime).
@@ -30,7 +40,26 @@ _SETTINGS = settings(
 
 
 def _one(strategy: SearchStrategy[T], seed_value: int) -> T:
-    """One random value of ``strategy`` for ``seed_value``."""
+    """One random value of ``strategy`` for ``seed_value``.
+
+    Drawn straight from a ConjectureData fed by a seeded Random: setting up a one-off
+    ``@given`` run per value costs about twice the draw itself (benchmarks/RESULTS.md).
+    Those are Hypothesis internals, so a rejected draw or another Hypothesis falls back
+    to the public way.
+    """
+    if _INTERNALS:
+        data = ConjectureData(random=random.Random(seed_value))
+        try:
+            with BuildContext(data, is_final=False, wrapped_test=_one):
+                value: T = data.draw(strategy)
+                return value
+        except (StopTest, TypeError):
+            pass
+    return _one_via_given(strategy, seed_value)
+
+
+def _one_via_given(strategy: SearchStrategy[T], seed_value: int) -> T:
+    """One random value of ``strategy`` for ``seed_value``, through a Hypothesis test."""
     seen: list[tuple[int, Any]] = []
 
     @seed(seed_value)
@@ -44,10 +73,16 @@ def _one(strategy: SearchStrategy[T], seed_value: int) -> T:
     return value
 
 
-def draw(strategy: SearchStrategy[T], count: int, *, seed_value: int = 0) -> list[T]:
+def draw(
+    strategy: SearchStrategy[T], count: int, *, seed_value: int = 0, part: tuple[int, int] = (0, 1)
+) -> list[T]:
     """Draw ``count`` independent values from ``strategy``, the same ones for the same seed.
 
+    ``part=(k, n)`` draws only the values at indexes k, k+n, k+2n, ...: since each value is
+    seeded by its index, the n parts together are exactly the whole draw (the suite
+    splits its generated tests into batches this way, for pytest-xdist and --shard).
     Only the generate phase runs: no shrinking (each example costs a request, not a
     retry) and no example database.
     """
-    return [_one(strategy, seed_value * _SEED_STRIDE + index) for index in range(count)]
+    k, n = part
+    return [_one(strategy, seed_value * _SEED_STRIDE + index) for index in range(k, count, n)]
