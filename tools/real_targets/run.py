@@ -646,7 +646,13 @@ def main(argv: list[str] | None = None) -> int:
                 except StepError as exc:
                     failures.append(f"prepare {step}: {exc}")
             return _finish(failures, summary, work, started)
-        for target in targets:
+        pending = list(targets)
+        while pending:
+            # The first target (in TARGETS order) whose preparation is done; else the first.
+            target = next(
+                (t for t in pending if all(futures[n].done() for n in t.needs)), pending[0]
+            )
+            pending.remove(target)
             prep: dict[str, Path] = {}
             try:
                 for step in target.needs:
