@@ -69,3 +69,16 @@ def test_stream_matches_non_stream(conformance: ItemRun) -> None:
     )
     conformance.send(streamed, related=(twin,) if twin else ())
     conformance.verdict()
+
+
+def test_stream_edges(conformance: ItemRun) -> None:
+    """Streams that servers get wrong, always sent: echo of a text prompt, max_tokens 0."""
+    s = conformance.settings
+    base = {"model": s.model, "prompt": "Say hi", "stream": True}
+    conformance.send_all(
+        [
+            _case({**base, "echo": True, "max_tokens": s.max_tokens}),
+            _case({**base, "max_tokens": 0, "stop": ["\n"]}),
+        ]
+    )
+    conformance.verdict()
