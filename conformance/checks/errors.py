@@ -117,14 +117,17 @@ def error_content_type(ctx: Context) -> None:
     ),
 )
 def auth_required(ctx: Context) -> None:
-    status = ctx.exchange.status
     what = AUTH_PROBES.get(ctx.case.auth, ctx.case.auth)
+    _expect_status(ctx, 401, f"a request {what}", "credentials are not checked")
+
+
+def _expect_status(ctx: Context, expected: int, what: str, if_served: str) -> None:
+    """Fail unless the answer is ``expected``; a 2xx says ``if_served`` about why."""
+    status = ctx.exchange.status
     if status is not None and 200 <= status < 300:
-        raise Violation(
-            f"a request {what} was served ({status}), expected 401: credentials are not checked"
-        )
-    if status != 401:
-        raise Violation(f"a request {what} was answered {status}, expected 401")
+        raise Violation(f"{what} was served ({status}), expected {expected}: {if_served}")
+    if status != expected:
+        raise Violation(f"{what} was answered {status}, expected {expected}")
 
 
 @requirement(
@@ -142,14 +145,8 @@ def auth_required(ctx: Context) -> None:
     ),
 )
 def model_not_found(ctx: Context) -> None:
-    status = ctx.exchange.status
     model = ctx.case.body.get("model")
-    if status is not None and 200 <= status < 300:
-        raise Violation(
-            f"the unknown model {model!r} was served ({status}), expected 404 model not found"
-        )
-    if status != 404:
-        raise Violation(f"the unknown model {model!r} was answered {status}, expected 404")
+    _expect_status(ctx, 404, f"the unknown model {model!r}", "model not found")
 
 
 @requirement(
