@@ -8,8 +8,9 @@ the legal variations among them, which must not fail a correct suite).
 
 from __future__ import annotations
 
-from conformance.reference.app import FLAVORS, create_app
+from conformance.reference.app import create_app
 from conformance.reference.faults import CAPABILITY, FAULTS, TOLERATED, check_faults
+from conformance.reference.flavors import FLAVORS
 from conformance.reference.model import VOCAB_SIZE
 from conformance.reference.server import ReferenceServer
 

@@ -21,7 +21,8 @@ class ReferenceServer:
     """The reference target served by uvicorn on ``host`` and a free port.
 
     Use it as a context manager, or call ``start()`` (which returns the base URL, with
-    no trailing slash) and ``stop()``. The socket is bound before uvicorn starts, so the
+    no trailing slash) and ``stop()``. ``port`` 0 picks a free port; ``delay`` and
+    ``chunk_delay`` set the target's latency (see ``create_app``). The socket is bound before uvicorn starts, so the
     port is known without races and ``start()`` returns only once requests are served.
     """
 
@@ -33,9 +34,20 @@ class ReferenceServer:
         models: tuple[str, ...] = ("reference-model",),
         faults: frozenset[str] = frozenset(),
         host: str = "127.0.0.1",
+        port: int = 0,
+        delay: float = 0.0,
+        chunk_delay: float = 0.0,
     ) -> None:
         # Build the app now so that a bad flavor or fault name fails at construction.
-        self.app = create_app(flavor, api_key=api_key, models=models, faults=faults)
+        self.app = create_app(
+            flavor,
+            api_key=api_key,
+            models=models,
+            faults=faults,
+            delay=delay,
+            chunk_delay=chunk_delay,
+        )
+        self.port = port
         self.flavor = flavor
         self.host = host
         self.url = ""
@@ -52,7 +64,7 @@ class ReferenceServer:
         # they are TCP, and without it every response body waits ~40 ms for Nagle.
         sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, 0))
+        sock.bind((self.host, self.port))
         config = uvicorn.Config(
             self.app,
             log_level="warning",

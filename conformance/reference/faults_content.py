@@ -1,0 +1,438 @@
+"""Faults of content: what is generated, and how bodies and streams are shaped.
+
+Each is declared with ``registry.fault`` next to its transformer (``also`` adds a second
+stage: the logprobs faults change stream chunks as they change bodies). Transformers of
+one stage run in the order they are declared here: ``schema-choices-not-array`` comes last
+among body faults because the others expect ``choices`` to be a list.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from conformance.reference import model
+from conformance.reference.flavors import ApiError, dumps, envelope
+from conformance.reference.registry import also, fault
+from conformance.reference.shaping import (
+    DONE,
+    Plan,
+    StreamContext,
+    empty_copy,
+    finish_positions,
+    is_content,
+    is_usage,
+    new_id,
+)
+from conformance.reference.validation import CompletionRequest
+
+Body = dict[str, Any]
+Items = list[Any]
+
+# --- what is generated (both modes) -----------------------------------------------------
+
+
+@fault("choices-ignore-n", "One choice per prompt whatever `n` asks for (both modes).", "plan")
+def _ignore_n(plan: Plan) -> Plan:
+    return replace(plan, n=1)
+
+
+@fault(
+    "exceed-max-tokens",
+    "Generates max_tokens + 3 tokens, never stopping naturally (both modes).",
+    "plan",
+)
+def _exceed(plan: Plan) -> Plan:
+    return replace(plan, max_tokens=plan.max_tokens + 3, natural_stop=False)
+
+
+@fault("echo-ignored", "`echo: true` is ignored: the prompt is not returned (both modes).", "plan")
+def _echo_ignored(plan: Plan) -> Plan:
+    return replace(plan, echo=False)
+
+
+@fault(
+    "logprobs-unrequested",
+    "A logprobs object is returned although none was requested (non-streamed).",
+    "plan",
+)
+def _logprobs_unrequested(plan: Plan) -> Plan:
+    return plan if plan.streamed else replace(plan, logprobs_always=True)
+
+
+@fault("stop-in-text", "The stop sequence is kept at the end of the text (both modes).", "plan")
+def _stop_in_text(plan: Plan) -> Plan:
+    return replace(plan, include_stop=True)
+
+
+@fault("stop-ignored", "`stop` is ignored entirely (both modes).", "plan")
+def _stop_ignored(plan: Plan) -> Plan:
+    return replace(plan, stop=())
+
+
+@fault(
+    "stream-text-differs",
+    "The streamed text differs from the non-streamed text at temperature 0.",
+    "plan",
+)
+def _stream_text_differs(plan: Plan) -> Plan:
+    return replace(plan, variant="stream") if plan.streamed else plan
+
+
+@fault(
+    "finish-not-length", '`finish_reason` is "stop" when max_tokens was hit (both modes).', "finish"
+)
+def _finish_not_length(reason: str) -> str:
+    return "stop" if reason == "length" else reason
+
+
+@fault("finish-enum", '`finish_reason` is "eos_token", outside the enum (both modes).', "finish")
+def _finish_enum(reason: str) -> str:
+    return "eos_token"
+
+
+@fault(
+    "usage-arithmetic",
+    "`usage.total_tokens` is prompt + completion + 1 (both modes' usage objects).",
+    "usage",
+)
+def _usage_arithmetic(usage: dict[str, int]) -> dict[str, int]:
+    return {**usage, "total_tokens": usage["total_tokens"] + 1}
+
+
+# --- non-streamed bodies (and, for logprobs, every streamed content chunk) ---------------
+
+
+def _body_fault(name: str, description: str, *stages: str) -> Callable[..., Any]:
+    """Declare a body fault whose transformer edits the body in place."""
+
+    def register(edit: Callable[[Body, CompletionRequest], object]) -> Callable[..., Any]:
+        def hook(body: Body, request: CompletionRequest) -> Body:
+            edit(body, request)
+            return body
+
+        fault(name, description, *(stages or ("body",)))(hook)
+        return edit
+
+    return register
+
+
+def _each_logprobs(body: Body) -> list[dict[str, Any]]:
+    return [c["logprobs"] for c in body["choices"] if isinstance(c.get("logprobs"), dict)]
+
+
+@_body_fault(
+    "object-chunk",
+    '`object` is "text_completion.chunk" instead of "text_completion" (non-streamed).',
+)
+def _object_chunk(body: Body, request: CompletionRequest) -> None:
+    body["object"] = "text_completion.chunk"
+
+
+@_body_fault("created-millis", "`created` is in milliseconds instead of seconds (non-streamed).")
+def _created_millis(body: Body, request: CompletionRequest) -> None:
+    body["created"] = body["created"] * 1000 + 123
+
+
+@_body_fault("empty-id", "`id` is the empty string (non-streamed).")
+def _empty_id(body: Body, request: CompletionRequest) -> None:
+    body["id"] = ""
+
+
+@_body_fault(
+    "usage-missing",
+    "The non-streamed body has no `usage` object (required by Nscale's schema only).",
+)
+def _usage_missing(body: Body, request: CompletionRequest) -> None:
+    body.pop("usage")
+
+
+@_body_fault("choice-text-null", "The first choice has `text: null` (non-streamed).")
+def _choice_text_null(body: Body, request: CompletionRequest) -> None:
+    if body["choices"]:
+        body["choices"][0]["text"] = None
+
+
+@_body_fault("duplicate-index", "Every choice has `index: 0` (non-streamed).")
+def _duplicate_index(body: Body, request: CompletionRequest) -> None:
+    for choice in body["choices"]:
+        choice["index"] = 0
+
+
+@_body_fault(
+    "logprobs-ignored",
+    "`logprobs` is null although it was requested (both modes: every streamed chunk).",
+    "body",
+    "chunk",
+)
+def _logprobs_ignored(body: Body, request: CompletionRequest) -> None:
+    for choice in body["choices"]:
+        choice["logprobs"] = None
+
+
+@_body_fault(
+    "logprobs-length-mismatch",
+    "The last `text_offset` entry is dropped (both modes: every streamed chunk).",
+    "body",
+    "chunk",
+)
+def _logprobs_length_mismatch(body: Body, request: CompletionRequest) -> None:
+    for lp in _each_logprobs(body):
+        lp["text_offset"] = lp["text_offset"][:-1]
+
+
+@_body_fault(
+    "logprobs-positive",
+    "One token logprob is 0.5, above 0 (both modes: one per streamed chunk).",
+    "body",
+    "chunk",
+)
+def _logprobs_positive(body: Body, request: CompletionRequest) -> None:
+    for lp in _each_logprobs(body):
+        for i, value in enumerate(lp["token_logprobs"]):
+            if value is not None:
+                lp["token_logprobs"][i] = 0.5
+                return
+
+
+@_body_fault(
+    "top-logprobs-extra",
+    "Each `top_logprobs` entry has logprobs + 2 items (both modes).",
+    "body",
+    "chunk",
+)
+def _top_logprobs_extra(body: Body, request: CompletionRequest) -> None:
+    want = (request.logprobs or 0) + 2
+    for lp in _each_logprobs(body):
+        for top in lp["top_logprobs"]:
+            if top is None:
+                continue
+            filler = (w for w in model.VOCAB[1:] if w not in top)
+            floor = min(top.values(), default=0.0)
+            while len(top) < want:
+                floor -= 1.0
+                top[next(filler)] = floor
+
+
+@_body_fault("text-offset-decreasing", "`text_offset` runs backwards (non-streamed).")
+def _text_offset_decreasing(body: Body, request: CompletionRequest) -> None:
+    for lp in _each_logprobs(body):
+        lp["text_offset"] = lp["text_offset"][::-1]
+
+
+@_body_fault(
+    "tokens-mismatch-text", "`logprobs.tokens` do not join to the choice text (non-streamed)."
+)
+def _tokens_mismatch_text(body: Body, request: CompletionRequest) -> None:
+    for lp in _each_logprobs(body):
+        if lp["tokens"]:  # same token count: only the join differs from the text
+            lp["tokens"][0] += "~"
+
+
+@_body_fault(
+    "logprobs-chat-shape", "logprobs come in the chat shape `{content: [...]}` (non-streamed)."
+)
+def _logprobs_chat_shape(body: Body, request: CompletionRequest) -> None:
+    for choice in body["choices"]:
+        lp = choice.get("logprobs")
+        if isinstance(lp, dict):
+            entries = zip(lp["tokens"], lp["token_logprobs"], lp["top_logprobs"], strict=True)
+            choice["logprobs"] = {
+                "content": [
+                    {
+                        "token": token,
+                        "logprob": logprob,
+                        "top_logprobs": [
+                            {"token": k, "logprob": v} for k, v in (top or {}).items()
+                        ],
+                    }
+                    for token, logprob, top in entries
+                ]
+            }
+
+
+def _add_vendor_fields(body: Body) -> None:
+    body["x_vendor"] = {"region": "ref-1", "queue_ms": 0}
+    for choice in body.get("choices") or []:
+        choice["x_vendor"] = {"moderated": False}
+
+
+@fault(
+    "vendor-fields",
+    "Bodies, choices and chunks carry an extra `x_vendor` field.",
+    "body",
+    tolerated=True,
+)
+def _vendor_fields(body: Body, request: CompletionRequest) -> Body:
+    _add_vendor_fields(body)
+    return body
+
+
+@_body_fault(
+    "schema-choices-not-array",
+    "`choices` is an object keyed by index instead of an array (non-streamed).",
+)
+def _choices_object(body: Body, request: CompletionRequest) -> None:
+    body["choices"] = {str(i): c for i, c in enumerate(body["choices"])}
+
+
+@fault(
+    "null-fields",
+    "Non-nullable fields are sent as null (Nscale: `logprobs: null`) (non-streamed).",
+    "nulls",
+)
+def _keep_nulls(omit: bool) -> bool:
+    return False
+
+
+# --- event streams: the list of payloads (dicts, raw strings, DONE) ---------------------
+
+
+def _stream_fault(name: str, description: str, **kinds: bool) -> Callable[..., Any]:
+    """Declare a stream fault: its transformer takes and returns the payload list."""
+
+    def register(hook: Callable[[Items, StreamContext], Items]) -> Callable[..., Any]:
+        fault(name, description, "stream", **kinds)(hook)
+        return hook
+
+    return register
+
+
+def _on_each_choice(update: Callable[[dict[str, Any]], None]) -> Callable[..., Items]:
+    def hook(items: Items, ctx: StreamContext) -> Items:
+        for it in items:
+            if is_content(it):
+                update(it["choices"][0])
+        return items
+
+    return hook
+
+
+@_stream_fault(
+    "stream-usage-unrequested", "A usage chunk is sent although include_usage was not requested."
+)
+def _usage_unrequested(items: Items, ctx: StreamContext) -> Items:
+    if ctx.request.include_usage:
+        return items
+    return [*items[:-1], ctx.usage_chunk, items[-1]]
+
+
+@_stream_fault("stream-usage-missing", "include_usage is requested but no usage chunk is sent.")
+def _usage_missing_chunk(items: Items, ctx: StreamContext) -> Items:
+    return [it for it in items if not is_usage(it)]
+
+
+@_stream_fault("stream-usage-misplaced", "The usage chunk comes before the last content chunk.")
+def _usage_misplaced(items: Items, ctx: StreamContext) -> Items:
+    rest = [it for it in items if not is_usage(it)]
+    if not ctx.request.include_usage:
+        return rest
+    last = max(i for i, it in enumerate(rest) if is_content(it))
+    return [*rest[:last], ctx.usage_chunk, *rest[last:]]
+
+
+@_stream_fault("stream-usage-every-chunk", "Every content chunk carries the usage object.")
+def _usage_every_chunk(items: Items, ctx: StreamContext) -> Items:
+    for it in filter(is_content, items):
+        it["usage"] = dict(ctx.usage)
+    return items
+
+
+@_stream_fault(
+    "stream-usage-empty-object", "Content chunks carry `usage: {}` instead of null or nothing."
+)
+def _usage_empty_object(items: Items, ctx: StreamContext) -> Items:
+    for it in filter(is_content, items):
+        it["usage"] = {}
+    return items
+
+
+@_stream_fault("stream-id-changes", "Each chunk has a different `id`.")
+def _id_changes(items: Items, ctx: StreamContext) -> Items:
+    return [{**it, "id": new_id()} if isinstance(it, dict) else it for it in items]
+
+
+fault("stream-no-finish-reason", "No chunk carries a finish_reason.", "stream")(
+    _on_each_choice(lambda c: c.update(finish_reason=None))
+)
+
+
+def _empty_string_finish(choice: dict[str, Any]) -> None:
+    if choice["finish_reason"] is None:
+        choice["finish_reason"] = ""
+
+
+fault("stream-finish-empty-string", 'Non-final chunks carry `finish_reason: ""`.', "stream")(
+    _on_each_choice(_empty_string_finish)
+)
+
+
+@_stream_fault("stream-double-finish", "Two chunks carry a finish_reason for the same index.")
+def _double_finish(items: Items, ctx: StreamContext) -> Items:
+    out = list(items)
+    for i in reversed(finish_positions(items)):
+        out.insert(i + 1, empty_copy(items[i]))
+    return out
+
+
+@_stream_fault("stream-text-after-finish", "A chunk with text follows the finish chunk of index 0.")
+def _text_after_finish(items: Items, ctx: StreamContext) -> Items:
+    first = next(i for i in finish_positions(items) if items[i]["choices"][0]["index"] == 0)
+    extra = empty_copy(items[first], " extra")
+    extra["choices"][0]["finish_reason"] = None
+    return [*items[: first + 1], extra, *items[first + 1 :]]
+
+
+fault("stream-index-zero", "Every chunk's choice has `index: 0`.", "stream")(
+    _on_each_choice(lambda c: c.update(index=0))
+)
+
+
+@_stream_fault(
+    "finish-on-empty-chunk",
+    "finish_reason comes on an extra chunk with empty text.",
+    tolerated=True,
+)
+def _finish_on_empty_chunk(items: Items, ctx: StreamContext) -> Items:
+    out = list(items)
+    for i in reversed(finish_positions(items)):
+        final = empty_copy(items[i])
+        items[i]["choices"][0]["finish_reason"] = None
+        out.insert(i + 1, final)
+    return out
+
+
+@also("vendor-fields", "stream")
+def _vendor_fields_in_stream(items: Items, ctx: StreamContext) -> Items:
+    for it in items:
+        if isinstance(it, dict):
+            _add_vendor_fields(it)
+    return items
+
+
+@_stream_fault("stream-error-event", "An error event arrives mid-stream.")
+def _error_event(items: Items, ctx: StreamContext) -> Items:
+    error = ApiError(
+        500, "upstream failed", code="upstream_error", origin="server", type_="server_error"
+    )
+    middle = max(1, (len(items) - 1) // 2)
+    return [*items[:middle], envelope(ctx.flavor, error), *items[middle:]]
+
+
+@_stream_fault("stream-data-after-done", "A data event follows `data: [DONE]`.")
+def _data_after_done(items: Items, ctx: StreamContext) -> Items:
+    return [*items, copy.deepcopy(items[0])]
+
+
+@_stream_fault("stream-no-done", "The stream ends without `data: [DONE]`.")
+def _no_done(items: Items, ctx: StreamContext) -> Items:
+    return [it for it in items if it != DONE]
+
+
+@_stream_fault("stream-not-json", "One data payload is not JSON.")
+def _not_json(items: Items, ctx: StreamContext) -> Items:
+    position = 1 if is_content(items[1]) else 0
+    text = dumps(items[position]).decode()
+    return [*items[:position], text[: len(text) // 2], *items[position + 1 :]]

@@ -1,0 +1,228 @@
+"""Faults of serving: refusals, rate limits, status lines, media types, headers, framing.
+
+Each is declared with ``registry.fault`` next to its transformer; see ``registry`` for the
+stages. Faults of what is generated and how bodies and streams are shaped live in
+``faults_content``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from conformance.reference.flavors import ApiError, ErrorReply, Head
+from conformance.reference.framing import Framing, Pacing
+from conformance.reference.registry import fault
+from conformance.reference.validation import CompletionRequest
+
+_TEXT = "text/plain; charset=utf-8"
+_LIMITED = "Rate limit reached for requests. Retry after the time in Retry-After."
+
+# --- status lines and media types ------------------------------------------------------
+
+
+@fault(
+    "status-201",
+    "Successful completions are answered with status 201 instead of 200 (both modes).",
+    "head",
+)
+def _status_201(head: Head) -> Head:
+    return replace(head, status=201)
+
+
+@fault(
+    "json-content-type-text",
+    "A 200 JSON completion is served as text/plain (non-streamed).",
+    "head",
+)
+def _json_as_text(head: Head) -> Head:
+    return head if head.streamed else replace(head, media_type=_TEXT)
+
+
+@fault(
+    "missing-request-id-header",
+    "The flavor's request-id header (X-Request-Id / INFERENCE-ID) is never sent.",
+    "request-id",
+)
+def _no_request_id(header: str | None) -> None:
+    return None
+
+
+# --- refusals waved through or changed -------------------------------------------------
+
+
+@fault(
+    "capability-500",
+    "Requests carrying best_of, echo or suffix are answered 500 instead of 4xx.",
+    "request",
+)
+def _capability_500(request: CompletionRequest) -> ApiError | None:
+    if request.present & {"best_of", "echo", "suffix"}:
+        return ApiError(
+            500,
+            "Internal server error.",
+            code="internal_error",
+            origin="server",
+            type_="server_error",
+        )
+    return None
+
+
+@fault("accepts-invalid", "Requests that must be rejected with 400 are answered 200.", "refusal")
+def _accepts_invalid(error: ApiError) -> ApiError | None:
+    return None if error.origin == "invalid" else error
+
+
+@fault(
+    "reject-token-prompts",
+    "Token-array prompts are rejected with a proper 400 envelope (a capability gap).",
+    "request",
+    tolerated=True,
+    capability=True,
+)
+def _reject_token_prompts(request: CompletionRequest) -> ApiError | None:
+    if not request.token_prompt:
+        return None
+    return ApiError(
+        400,
+        "Token-id prompts are not supported by this model.",
+        code="unsupported_value",
+        origin="capability",
+        param="prompt",
+    )
+
+
+# --- errors, auth, rate limits -----------------------------------------------------------
+
+
+@fault("errors-fastapi", 'Error bodies are `{"detail": "..."}` (FastAPI default).', "error-reply")
+def _errors_fastapi(reply: ErrorReply) -> ErrorReply:
+    return replace(reply, payload={"detail": reply.message})
+
+
+@fault("errors-string", 'Error bodies are `{"error": "message"}`.', "error-reply")
+def _errors_string(reply: ErrorReply) -> ErrorReply:
+    return replace(reply, payload={"error": reply.message})
+
+
+@fault("errors-text-plain", "Error bodies are served as text/plain.", "error-reply")
+def _errors_text_plain(reply: ErrorReply) -> ErrorReply:
+    return replace(reply, media_type=_TEXT)
+
+
+@fault("errors-422", "Request validation errors are answered 422 instead of 400.", "error-reply")
+def _errors_422(reply: ErrorReply) -> ErrorReply:
+    return replace(reply, status=422) if reply.status == 400 else reply
+
+
+@fault("auth-ignored", "Credentials are not checked.", "refusal")
+def _auth_ignored(error: ApiError) -> ApiError | None:
+    return None if error.origin == "auth" else error
+
+
+@fault("auth-missing-400", "Missing credentials are answered 400 instead of 401.", "refusal")
+def _auth_missing_400(error: ApiError) -> ApiError:
+    if error.origin == "auth" and error.code == "missing_api_key":
+        return ApiError(400, "Missing Authorization header.", code="missing_api_key", origin="auth")
+    return error
+
+
+@fault("unknown-model-200", "Any model name is served instead of 404.", "refusal")
+def _unknown_model_200(error: ApiError) -> ApiError | None:
+    return None if error.origin == "model" else error
+
+
+def _rate_limited(retry_after: str) -> ApiError:
+    return ApiError(
+        429,
+        _LIMITED,
+        code="rate_limit_exceeded",
+        origin="rate",
+        type_="rate_limit_error",
+        headers={"Retry-After": retry_after},
+    )
+
+
+@fault(
+    "rate-limit-every-third",
+    "Every third completion request is answered 429 with Retry-After: 0 (legal).",
+    "admit",
+    tolerated=True,
+)
+def _every_third(count: int) -> ApiError | None:
+    return _rate_limited("0") if count % 3 == 0 else None
+
+
+@fault(
+    "rate-limit-always",
+    "Every completion request is answered 429 with Retry-After: 1.",
+    "admit",
+)
+def _always_limited(count: int) -> ApiError:
+    return _rate_limited("1")
+
+
+@fault("server-error-500", "Every fifth completion request is answered 500.", "admit")
+def _every_fifth_500(count: int) -> ApiError | None:
+    if count % 5:
+        return None
+    return ApiError(
+        500,
+        "The server had an error while processing your request.",
+        code="internal_error",
+        origin="server",
+        type_="server_error",
+    )
+
+
+# --- event stream framing and pacing -----------------------------------------------------
+
+
+@fault(
+    "stream-single-newline",
+    'Events are separated by "\\n" only, so they merge into one.',
+    "framing",
+)
+def _single_newline(framing: Framing) -> Framing:
+    return replace(framing, end="")
+
+
+@fault("stream-content-type-json", "The event stream is served as application/json.", "head")
+def _stream_as_json(head: Head) -> Head:
+    return replace(head, media_type="application/json") if head.streamed else head
+
+
+@fault("stream-stall", "The stream sends its first event, then stalls for an hour.", "pacing")
+def _stall(pacing: Pacing) -> Pacing:
+    return replace(pacing, stall_after_first=3600.0)
+
+
+@fault(
+    "sse-comments",
+    'Comment lines (": keep-alive") come between events.',
+    "framing",
+    tolerated=True,
+)
+def _comments(framing: Framing) -> Framing:
+    return replace(framing, comment=": keep-alive")
+
+
+@fault("sse-crlf", "Event stream lines end with CRLF.", "framing", tolerated=True)
+def _crlf(framing: Framing) -> Framing:
+    return replace(framing, newline="\r\n")
+
+
+@fault("sse-no-space", '"data:" is written without the space.', "framing", tolerated=True)
+def _no_space(framing: Framing) -> Framing:
+    return replace(framing, field="data:")
+
+
+@fault(
+    "sse-tiny-writes", "Each event is written in pieces of 1 to 3 bytes.", "pacing", tolerated=True
+)
+def _tiny_writes(pacing: Pacing) -> Pacing:
+    return replace(pacing, pieces=(1, 2, 3))
+
+
+@fault("sse-retry-lines", '"retry: 1000" lines come with the events.', "framing", tolerated=True)
+def _retry_lines(framing: Framing) -> Framing:
+    return replace(framing, before=(*framing.before, "retry: 1000"))
