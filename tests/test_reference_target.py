@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -994,3 +997,60 @@ def test_stalled_stream_is_cancelled_and_server_stops_promptly() -> None:
                     pass
         started = time.monotonic()
     assert time.monotonic() - started < 3.0
+
+
+# --- served from the command line ---------------------------------------------------------
+
+
+def _serve(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "conformance.reference", "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_command_line_serves_a_completion_until_interrupted() -> None:
+    with _serve(
+        "--flavor", "nscale", "--api-key", KEY, "--model", MODEL, "--delay", "0.2"
+    ) as process:
+        assert process.stdout is not None
+        line = process.stdout.readline()  # printed once requests are served
+        assert KEY not in line
+        url = line.split(" at ", 1)[1].split()[0]
+        started = time.monotonic()
+        response = httpx.post(
+            url + "/completions",
+            json={"model": MODEL, "prompt": "Hello", "max_tokens": 2},
+            headers=AUTH,
+            timeout=10,
+        )
+        assert time.monotonic() - started >= 0.2  # the latency option
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "application/json; charset=utf-8"
+        assert response.json()["usage"]["completion_tokens"] == 2
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=10) == 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--flavor", "bogus"), ("--fault", "no-such-fault"), ("--delay", "soon"), ("--port", "-1")],
+    ids=["flavor", "fault", "delay", "port"],
+)
+def test_command_line_bad_input_is_one_error_line(args: tuple[str, ...]) -> None:
+    with _serve(*args) as process:
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 4
+    assert out == ""
+    assert err.startswith("ERROR: ") and err.count("\n") == 1, err
+
+
+def test_chunk_delay_spaces_stream_events() -> None:
+    app = create_app(api_key=KEY, models=(MODEL,), delay=0.1, chunk_delay=0.05)
+    started = time.monotonic()
+    pieces, timed_out = Probe(app).asgi_body({"prompt": "x", "stream": True, "max_tokens": 3})
+    # the first byte after 0.1 s, then each further event 0.05 s after the one before
+    assert not timed_out and len(pieces) >= 3
+    assert time.monotonic() - started >= 0.1 + (len(pieces) - 1) * 0.05
