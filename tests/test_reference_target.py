@@ -35,6 +35,7 @@ from conformance.reference import (
     create_app,
 )
 from conformance.reference import model as fake
+from conformance.reference.registry import REGISTRY, STAGES, ActiveFaults, also, fault
 
 KEY = "sk-reference-test"
 MODEL = "reference-model"
@@ -1054,3 +1055,21 @@ def test_chunk_delay_spaces_stream_events() -> None:
     # the first byte after 0.1 s, then each further event 0.05 s after the one before
     assert not timed_out and len(pieces) >= 3
     assert time.monotonic() - started >= 0.1 + (len(pieces) - 1) * 0.05
+
+
+def test_fault_registry_guards_its_declarations() -> None:
+    with pytest.raises(ValueError, match="declared twice"):
+        fault("status-201", "again", "head")
+    with pytest.raises(ValueError, match="unknown fault stage"):
+        also("status-201", "no-such-stage")
+    with pytest.raises(ValueError, match="not declared"):
+        also("no-such-fault", "head")
+    assert all(f.hooks for f in REGISTRY.values()), "every fault transforms something"
+    assert set(REGISTRY) == set(FAULTS)
+
+
+def test_no_fault_means_every_stage_is_the_identity() -> None:
+    none = ActiveFaults(())
+    for stage in STAGES:
+        assert none.fold(stage, "value") == "value"
+        assert none.first(stage, "context") is None

@@ -1,25 +1,32 @@
 """The fault corpus: for every requirement, the reference-target fault that proves it can fail.
 
 Each :class:`Proof` names a requirement, the fault of the reference target that violates
-it, the flavor (spec) to run under, extra suite options, and the other requirements that
-the same fault breaks by its nature (``also``: a `choices` object is both a schema
-violation and a wrong choice count). The project's tests run the whole suite against each
-proof's faulty target and assert that the requirement fails (a CAPABILITY requirement:
-is reported unsupported) and that no MUST requirement outside ``also`` fails. They also
-run the suite against every legal variation in ``TOLERANCE`` and assert no finding at
-all, and that every registered requirement has a proof here.
+it, the flavor (spec) whose run shows it, and extra suite options. ``EXACT`` records, for
+each fault (with its options) and each flavor, the exact set of requirements, at any
+level, that fail when the whole suite runs against the faulty target: "one defect, one
+finding" is the goal, and a set larger than the proved requirement is collateral made
+visible, not tolerated silently. The project's tests run the suite for every entry under
+both flavors and assert the set exactly; a CAPABILITY requirement must be reported
+unsupported instead. They also run the suite against every legal variation in
+``TOLERANCE`` and assert no finding at all, and that every registered requirement has a
+proof here.
 
-``python -m conformance.reference.proofs --write`` regenerates docs/proof.md.
+``python -m conformance.reference.proofs --write`` regenerates docs/proof.md;
+``--measure`` runs the suite for every entry and prints ``EXACT`` as source, to paste here
+after a check changes on purpose.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from conformance.reference.faults import FAULTS, TOLERATED
+
+FLAVORS = ("aihubmix", "nscale")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,105 +37,77 @@ class Proof:
     fault: str
     flavor: str = "aihubmix"
     args: tuple[str, ...] = ()
-    also: frozenset[str] = frozenset()
+
+    @property
+    def key(self) -> tuple[str, tuple[str, ...]]:
+        return (self.fault, self.args)
+
+    @property
+    def also(self) -> frozenset[str]:
+        """The other requirements the fault fails under the proof's flavor."""
+        return EXACT[self.key][self.flavor] - {self.requirement}
 
 
-def _p(
-    requirement: str, fault: str, flavor: str = "aihubmix", *also: str, args: tuple[str, ...] = ()
-) -> Proof:
-    return Proof(requirement, fault, flavor, args, frozenset(also))
+def _p(requirement: str, fault: str, flavor: str = "aihubmix", args: tuple[str, ...] = ()) -> Proof:
+    return Proof(requirement, fault, flavor, args)
 
 
 PROOFS: tuple[Proof, ...] = (
-    # transport and schema
-    _p(
-        "HTTP-COMPLETE",
-        "stream-stall",
-        "aihubmix",
-        "STREAM-DONE",
-        "STREAM-FINISH",
-        "STREAM-INDEXES",
-        "STREAM-USAGE",
-        "SDK-STREAM",
-        args=("--stream-gap", "0.5"),
-    ),
+    _p("HTTP-COMPLETE", "stream-stall", "aihubmix", args=("--stream-gap", "0.5")),
     _p("HTTP-STATUS-DECLARED", "errors-422"),
     _p("RESP-CONTENT-TYPE", "json-content-type-text"),
-    _p("RESP-SCHEMA", "schema-choices-not-array", "aihubmix", "CHOICES-COUNT", "SDK-COMPLETION"),
+    _p("RESP-SCHEMA", "schema-choices-not-array"),
     _p("RESP-HEADERS-REQUIRED", "missing-request-id-header", "nscale"),
     _p("RESP-OBJECT", "object-chunk", "nscale"),
     _p("RESP-CREATED", "created-millis"),
     _p("RESP-ID", "empty-id"),
-    _p("RESP-CHOICE-TEXT", "choice-text-null", "aihubmix", "RESP-SCHEMA", "SDK-COMPLETION"),
+    _p("RESP-CHOICE-TEXT", "choice-text-null"),
     _p("RESP-NULL-FIELDS", "null-fields", "nscale"),
-    # request-aware semantics
-    _p("CHOICES-COUNT", "choices-ignore-n", "aihubmix", "STREAM-INDEXES", "SDK-STREAM"),
+    _p("CHOICES-COUNT", "choices-ignore-n"),
     _p("CHOICES-INDEX", "duplicate-index"),
-    _p("USAGE-TOTAL", "usage-arithmetic", "aihubmix", "STREAM-USAGE"),
-    _p("USAGE-MAX-TOKENS", "exceed-max-tokens", "aihubmix", "STREAM-MAX-TOKENS"),
-    _p("FINISH-LENGTH", "finish-not-length", "aihubmix", "STREAM-FINISH-LENGTH"),
-    _p(
-        "FINISH-ENUM",
-        "finish-enum",
-        "aihubmix",
-        "RESP-SCHEMA",
-        "STREAM-FINISH-ENUM",
-        "STREAM-CHUNK-SCHEMA",
-        # eos_token also replaces the "length" that a max_tokens cut-off owes
-        "FINISH-LENGTH",
-        "STREAM-FINISH-LENGTH",
-    ),
-    _p("ECHO-PREFIX", "echo-ignored", "aihubmix", "STREAM-ECHO-PREFIX"),
-    _p("LOGPROBS-PRESENCE", "logprobs-ignored", "aihubmix", "STREAM-LOGPROBS"),
-    _p("LOGPROBS-SHAPE", "logprobs-length-mismatch", "aihubmix", "STREAM-LOGPROBS"),
-    _p("LOGPROBS-VALUES", "logprobs-positive", "aihubmix", "STREAM-LOGPROBS"),
-    _p("LOGPROBS-TOP-COUNT", "top-logprobs-extra", "aihubmix", "STREAM-LOGPROBS"),
+    _p("USAGE-TOTAL", "usage-arithmetic"),
+    _p("USAGE-MAX-TOKENS", "exceed-max-tokens"),
+    _p("FINISH-LENGTH", "finish-not-length"),
+    _p("FINISH-ENUM", "finish-enum"),
+    _p("ECHO-PREFIX", "echo-ignored"),
+    _p("LOGPROBS-PRESENCE", "logprobs-ignored"),
+    _p("LOGPROBS-SHAPE", "logprobs-length-mismatch"),
+    _p("LOGPROBS-VALUES", "logprobs-positive"),
+    _p("LOGPROBS-TOP-COUNT", "top-logprobs-extra"),
     _p("LOGPROBS-OFFSETS", "text-offset-decreasing"),
     _p("LOGPROBS-TOKENS-TEXT", "tokens-mismatch-text"),
-    _p("STOP-ABSENT", "stop-in-text", "aihubmix", "STREAM-STOP-ABSENT"),
-    _p("STOP-PROBE", "stop-ignored", "aihubmix", "STOP-ABSENT", "STREAM-STOP-ABSENT"),
+    _p("STOP-ABSENT", "stop-in-text"),
+    _p("STOP-PROBE", "stop-ignored"),
     _p("VALID-NO-5XX", "capability-500"),
     _p("VALID-ACCEPTED", "reject-token-prompts"),
     _p("INVALID-REJECTED", "accepts-invalid"),
-    # errors and auth
     _p("ERROR-ENVELOPE", "errors-fastapi"),
-    _p("ERROR-CONTENT-TYPE", "errors-text-plain", "aihubmix", "ERROR-ENVELOPE"),
+    _p("ERROR-CONTENT-TYPE", "errors-text-plain"),
     _p("AUTH-REQUIRED", "auth-ignored"),
     _p("MODEL-NOT-FOUND", "unknown-model-200"),
-    _p("REQUEST-ID-HEADER", "missing-request-id-header", "aihubmix"),
-    # streaming
-    _p("STREAM-CONTENT-TYPE", "stream-content-type-json", "aihubmix", "SDK-STREAM"),
-    # The SDK cannot read merged events either.
-    _p("STREAM-FRAMING", "stream-single-newline", "aihubmix", "STREAM-CHUNK-SCHEMA", "SDK-STREAM"),
-    _p("STREAM-CHUNK-SCHEMA", "stream-not-json", "aihubmix", "SDK-STREAM"),
+    _p("REQUEST-ID-HEADER", "missing-request-id-header"),
+    _p("STREAM-CONTENT-TYPE", "stream-content-type-json"),
+    _p("STREAM-FRAMING", "stream-single-newline"),
+    _p("STREAM-CHUNK-SCHEMA", "stream-not-json"),
     _p("STREAM-DONE", "stream-no-done"),
-    _p("STREAM-ERROR-EVENT", "stream-error-event", "aihubmix", "STREAM-CHUNK-SCHEMA", "SDK-STREAM"),
+    _p("STREAM-ERROR-EVENT", "stream-error-event"),
     _p("STREAM-CONSISTENT-IDS", "stream-id-changes"),
-    _p("STREAM-INDEXES", "stream-index-zero", "aihubmix", "STREAM-FINISH", "SDK-STREAM"),
+    _p("STREAM-INDEXES", "stream-index-zero"),
     _p("STREAM-FINISH", "stream-no-finish-reason"),
-    _p(
-        "STREAM-FINISH-ENUM",
-        "finish-enum",
-        "aihubmix",
-        "RESP-SCHEMA",
-        "FINISH-ENUM",
-        "STREAM-CHUNK-SCHEMA",
-        "FINISH-LENGTH",
-        "STREAM-FINISH-LENGTH",
-    ),
+    _p("STREAM-FINISH-ENUM", "finish-enum"),
     _p("STREAM-USAGE", "stream-usage-missing"),
     _p("STREAM-USAGE-UNREQUESTED", "stream-usage-unrequested"),
-    _p("STREAM-MAX-TOKENS", "exceed-max-tokens", "aihubmix", "USAGE-MAX-TOKENS"),
-    _p("STREAM-FINISH-LENGTH", "finish-not-length", "aihubmix", "FINISH-LENGTH"),
-    _p("STREAM-STOP-ABSENT", "stop-in-text", "aihubmix", "STOP-ABSENT"),
-    _p("STREAM-ECHO-PREFIX", "echo-ignored", "aihubmix", "ECHO-PREFIX"),
-    _p("STREAM-LOGPROBS", "logprobs-positive", "aihubmix", "LOGPROBS-VALUES"),
+    _p("STREAM-MAX-TOKENS", "exceed-max-tokens"),
+    _p("STREAM-FINISH-LENGTH", "finish-not-length"),
+    _p("STREAM-STOP-ABSENT", "stop-in-text"),
+    _p("STREAM-ECHO-PREFIX", "echo-ignored"),
+    _p("STREAM-LOGPROBS", "logprobs-positive"),
     _p("STREAM-MATCHES-NONSTREAM", "stream-text-differs"),
-    # SDK compatibility
-    # The SDK iterates `choices` and cannot read an object keyed by index.
-    _p("SDK-COMPLETION", "schema-choices-not-array", "aihubmix", "RESP-SCHEMA", "CHOICES-COUNT"),
-    _p("SDK-STREAM", "stream-not-json", "aihubmix", "STREAM-CHUNK-SCHEMA"),
+    _p("SDK-COMPLETION", "schema-choices-not-array"),
+    _p("SDK-STREAM", "stream-not-json"),
 )
+
+#: EXACT_PLACEHOLDER
 
 # Legal variations: a correct suite reports no finding on them, under either flavor.
 TOLERANCE: tuple[tuple[str, str], ...] = tuple(
@@ -138,31 +117,49 @@ TOLERANCE: tuple[tuple[str, str], ...] = tuple(
 )
 
 
+def runs() -> list[tuple[str, str, tuple[str, ...]]]:
+    """Every (fault, flavor, suite options) the corpus runs the suite for."""
+    keys = sorted({p.key for p in PROOFS})
+    return [(fault, flavor, args) for fault, args in keys for flavor in FLAVORS]
+
+
 def unknown_faults() -> set[str]:
     """Fault names used here that the reference target does not have (a typo guard)."""
     return {p.fault for p in PROOFS} - set(FAULTS)
 
 
+def _others(proof: Proof, flavor: str) -> str:
+    """The exact failures of the proof's fault under a flavor, beside the requirement."""
+    failed = EXACT[proof.key][flavor]
+    others = ", ".join(sorted(failed - {proof.requirement})) or "-"
+    return others if proof.requirement in failed or flavor == proof.flavor else f"(not it) {others}"
+
+
 def render_proof_table(levels: dict[str, str]) -> str:
-    """docs/proof.md: requirement × the fault that proves it, from PROOFS."""
+    """docs/proof.md: requirement × the fault that proves it, from PROOFS and EXACT."""
     lines = [
         "# Proof of every requirement",
         "",
         "Generated by `python -m conformance.reference.proofs --write` from",
         "`conformance/reference/proofs.py`; `tests/test_fault_corpus.py` runs the whole suite",
-        "against each faulty reference target and keeps this table honest: the requirement",
-        "must fail (CAPABILITY: be reported unsupported), and no MUST requirement outside",
-        '"also breaks" may fail. Legal variations at the end must produce no finding at all.',
+        "against each faulty reference target under both specs and keeps this table honest:",
+        "the requirement must fail under the proof's flavor (CAPABILITY: be reported",
+        "unsupported), and the requirements failing beside it, at any level, must be exactly",
+        'the ones listed ("-": none, the defect makes one finding; "(not it)": under that',
+        "flavor the requirement itself does not fail). Legal variations at the end must",
+        "produce no finding at all.",
         "",
-        "| requirement | level | proving fault | flavor | suite options | also breaks | result |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| requirement | level | proving fault | flavor | suite options "
+        "| also fails (aihubmix) | also fails (nscale) | result |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for p in sorted(PROOFS, key=lambda p: p.requirement):
         level = levels.get(p.requirement, "?")
         result = "reported unsupported" if level == "CAPABILITY" else "fails"
         lines.append(
             f"| {p.requirement} | {level} | `{p.fault}` | {p.flavor} | "
-            f"{' '.join(p.args) or '-'} | {', '.join(sorted(p.also)) or '-'} | {result} |"
+            f"{' '.join(p.args) or '-'} | {_others(p, 'aihubmix')} | {_others(p, 'nscale')} "
+            f"| {result} |"
         )
     lines += [
         "",
@@ -184,10 +181,55 @@ def _levels() -> dict[str, str]:
     return {rid: r.level.value for rid, r in REGISTRY.items()}
 
 
+def measure(run: Callable[[str, str, tuple[str, ...]], frozenset[str]]) -> str:
+    """``EXACT`` as Python source, from ``run(fault, flavor, args)`` -> failed IDs."""
+    lines = ["EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {"]
+    for fault, args in sorted({p.key for p in PROOFS}):
+        lines.append(f"    ({fault!r}, {args!r}): {{".replace("'", '"'))
+        for flavor in FLAVORS:
+            ids = ", ".join(f'"{rid}"' for rid in sorted(run(fault, flavor, args)))
+            lines.append(f'        "{flavor}": _s({ids}),')
+        lines.append("    },")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _run_suite(fault: str, flavor: str, args: tuple[str, ...]) -> frozenset[str]:
+    """Run the whole suite in-process against the faulty target; the failed IDs."""
+    import contextlib
+    import io
+    import json
+    import tempfile
+
+    import pytest
+
+    from conformance.plugin import SUITE_DIR
+    from conformance.reference.server import ReferenceServer
+
+    key, model = "sk-proof-key", "reference-model"
+    with (
+        ReferenceServer(flavor, api_key=key, models=(model,), faults=frozenset({fault})) as srv,
+        tempfile.TemporaryDirectory() as out,
+        contextlib.redirect_stdout(io.StringIO()),
+    ):
+        options = ["--max-examples", "3", "--spec", flavor, "--target-url", srv.url]
+        target = ["--model", model, "--api-key", key, "--report-dir", out]
+        quiet = ["-q", "-p", "no:cacheprovider", "--assert=plain"]
+        pytest.main([str(SUITE_DIR), *quiet, *options, *target, *args])
+        results = json.loads((Path(out) / "results.json").read_text())
+    return frozenset(t["id"] for t in results["requirements"] if t["failed"])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Render the requirement proof table.")
     parser.add_argument("--write", action="store_true", help="write docs/proof.md")
+    parser.add_argument(
+        "--measure", action="store_true", help="run the suite per fault and print EXACT"
+    )
     args = parser.parse_args(argv)
+    if args.measure:
+        sys.stdout.write(measure(_run_suite))
+        return 0
     text = render_proof_table(_levels())
     if args.write:
         path = Path("docs/proof.md")

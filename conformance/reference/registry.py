@@ -83,8 +83,6 @@ _ORDER: list[tuple[str, str, Hook]] = []
 
 
 def _add(name: str, stage: str, hook: Hook) -> None:
-    if stage not in STAGES:
-        raise ValueError(f"unknown fault stage {stage!r}; stages: {', '.join(STAGES)}")
     REGISTRY[name].hooks.setdefault(stage, []).append(hook)
     _ORDER.append((stage, name, hook))
 
@@ -101,9 +99,17 @@ def fault(
         raise ValueError(f"fault {name!r} is declared twice")
     if "\n" in description or not description:
         raise ValueError(f"fault {name!r} needs a one-line description")
-    REGISTRY[name] = Fault(name, description, tolerated, capability or False)
     if capability and not tolerated:
         raise ValueError(f"capability fault {name!r} must be tolerated")
+    register = _registrar(name, stages)
+    REGISTRY[name] = Fault(name, description, tolerated, capability)
+    return register
+
+
+def _registrar(name: str, stages: tuple[str, ...]) -> Callable[[F], F]:
+    unknown = [stage for stage in stages if stage not in STAGES]
+    if unknown:
+        raise ValueError(f"unknown fault stage {unknown[0]!r}; stages: {', '.join(STAGES)}")
 
     def register(hook: F) -> F:
         for stage in stages:
@@ -117,13 +123,7 @@ def also(name: str, *stages: str) -> Callable[[F], F]:
     """Register one more transformer for a fault already declared with ``fault``."""
     if name not in REGISTRY:
         raise ValueError(f"fault {name!r} is not declared")
-
-    def register(hook: F) -> F:
-        for stage in stages:
-            _add(name, stage, hook)
-        return hook
-
-    return register
+    return _registrar(name, stages)
 
 
 T = TypeVar("T")
