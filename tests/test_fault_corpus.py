@@ -13,6 +13,7 @@ cores); with ``-n 2`` the corpus takes a few minutes of the project's test run.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from conformance.reference.proofs import (
     FLAVORS,
     PROOFS,
     TOLERANCE,
+    measure,
     render_proof_table,
     runs,
     unknown_faults,
@@ -123,3 +125,10 @@ def test_proof_table_is_up_to_date() -> None:
     assert (ROOT / "docs" / "proof.md").read_text() == render_proof_table(levels), (
         "docs/proof.md is stale: run python -m conformance.reference.proofs --write"
     )
+
+
+def test_measure_writes_exact_back_as_source() -> None:
+    source = measure(lambda fault, flavor, args: EXACT[(fault, args)][flavor])
+    namespace: dict[str, Any] = {"Mapping": Mapping, "_s": lambda *ids: frozenset(ids)}
+    exec(source, namespace)
+    assert namespace["EXACT"] == EXACT
