@@ -129,8 +129,10 @@ class Throttle:
             self._gate_until = max(self._gate_until, time.monotonic() + seconds)
 
     def reconnected(self) -> None:
+        """A send is repeated on a fresh connection: one more request on the wire."""
         with self._cond:
             self.reconnects += 1
+            self.requests_sent += 1
 
     def stats(self) -> ClientStats:
         with self._cond:
