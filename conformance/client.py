@@ -41,6 +41,8 @@ ACCEPT_ENCODING = "gzip, deflate"
 #: The most bytes one decoding step may produce: what a gzip bomb can cost at once.
 DECODE_PIECE = 64 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
+#: What one SSE event costs beyond its data bytes (the SSEEvent, its str and float).
+EVENT_OVERHEAD = 160
 #: The default number of sends allowed in flight (the engine's --concurrency default).
 DEFAULT_CONCURRENCY = 8
 
@@ -55,6 +57,9 @@ class Limits:
     max_bytes: int = 16 * 1024 * 1024
     max_events: int = 50_000
     transcript_bytes: int = 256 * 1024
+    #: All answers being held at once (every thread of the client): a pool of 32 facing
+    #: 32 endless streams must not hold 32 x max_bytes. Serial sends never reach it.
+    max_bytes_held: int = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +89,9 @@ class Client:
     def __post_init__(self) -> None:
         self.url = self.base_url.rstrip("/") + self.path
         self._http = self._new_http()
-        self.throttle = Throttle(self.concurrency, self.pacer)
+        self.throttle = Throttle(
+            self.concurrency, self.pacer, memory_budget=self.limits.max_bytes_held
+        )
         # Values too short to be secrets would blank out ordinary text if scrubbed.
         values = [self.api_key or "", *self.extra_headers.values()]
         self._secrets = [v.encode() for v in values if len(v) >= 4]
@@ -284,13 +291,12 @@ class Client:
                 setattr(exchange, name, _without(getattr(exchange, name), text))
 
     def _read_body(self, response: httpx.Response, exchange: Exchange, start: float) -> None:
-        limits = self.limits
         is_sse = exchange.media_type == "text/event-stream"
         parser = SSEParser() if is_sse else None
         events = exchange.events = [] if is_sse else None
         kept: list[bytes] = []
         kept_size = 0
-        keep_limit = limits.transcript_bytes if is_sse else limits.max_bytes
+        keep_limit = self.limits.transcript_bytes if is_sse else self.limits.max_bytes
         total = 0
         try:
             for chunk in _decoded(response, exchange):
@@ -299,24 +305,23 @@ class Client:
                 if kept_size < keep_limit:
                     kept.append(chunk[: keep_limit - kept_size])
                     kept_size += len(kept[-1])
+                new_events = 0
                 if parser is not None and events is not None:
-                    events.extend(parser.feed(chunk, now))
-                    if len(events) > limits.max_events:
-                        exchange.bound = "max-events"
-                        exchange.stream_error = f"bound hit: more than {limits.max_events} events"
-                        break
-                if total > limits.max_bytes:
-                    exchange.bound = "max-bytes"
-                    exchange.stream_error = (
-                        f"bound hit: body larger than {limits.max_bytes} bytes"
-                        + (" once decoded" if _coding(exchange) else "")
+                    fresh = parser.feed(chunk, now)
+                    events.extend(fresh)
+                    new_events = len(fresh)
+                hit = self._bound_hit(exchange, total, len(events or ()), now)
+                if hit is None and not self.throttle.reserve(
+                    len(chunk) + EVENT_OVERHEAD * new_events
+                ):
+                    held = self.limits.max_bytes_held
+                    hit = (
+                        "max-bytes-held",
+                        f"bound hit: the answers read at once held more than {held} bytes "
+                        "(this one and those of the other sends in flight)",
                     )
-                    break
-                if now > limits.total:
-                    exchange.bound = "total"
-                    exchange.stream_error = (
-                        f"bound hit: response took longer than {limits.total:g} s"
-                    )
+                if hit is not None:
+                    exchange.bound, exchange.stream_error = hit
                     break
             else:
                 if parser is not None:
@@ -327,6 +332,20 @@ class Client:
         if parser is not None:
             exchange.invalid_utf8 = parser.invalid_utf8
         exchange.body = b"".join(kept)
+
+    def _bound_hit(
+        self, exchange: Exchange, size: int, events: int, now: float
+    ) -> tuple[str, str] | None:
+        """The bound of this exchange that its answer has passed, with its message."""
+        limits = self.limits
+        if events > limits.max_events:
+            return "max-events", f"bound hit: more than {limits.max_events} events"
+        if size > limits.max_bytes:
+            decoded = " once decoded" if _coding(exchange) else ""
+            return "max-bytes", f"bound hit: body larger than {limits.max_bytes} bytes{decoded}"
+        if now > limits.total:
+            return "total", f"bound hit: response took longer than {limits.total:g} s"
+        return None
 
 
 def _coding(exchange: Exchange) -> str:

@@ -13,6 +13,12 @@ across threads:
   that started before the last cut do not cut again) and grows by one after ``limit``
   successes in a row: AIMD, as TCP does, so a target that rate-limits by concurrency
   settles near what it accepts. When the gate reopens, only ``limit`` waiters go.
+
+It also keeps the memory budget shared by the answers being held: each exchange bounds
+its own size (``Limits.max_bytes``), but 32 hostile answers at once would hold 32 times
+that. An exchange reserves what it reads; the reservation is the reading thread's until
+it starts its next send (by then the engine has judged the previous answer and let go
+of it). A read that would overrun the budget ends with the bound named.
 """
 
 from __future__ import annotations
@@ -61,9 +67,12 @@ class ClientStats:
 class Throttle:
     """Admits sends: pacing, the back-off gate and the AIMD concurrency limit."""
 
-    def __init__(self, ceiling: int, pacer: Pacer) -> None:
+    def __init__(self, ceiling: int, pacer: Pacer, *, memory_budget: int = 1 << 62) -> None:
         self.ceiling = max(1, ceiling)
         self.pacer = pacer
+        self.memory_budget = memory_budget
+        self._held = 0  # bytes reserved by the answers held, all threads
+        self._mine = threading.local()  # what this thread's last exchange reserved
         self._cond = threading.Condition()
         self._limit = self.ceiling
         self._min_limit = self.ceiling
@@ -79,6 +88,7 @@ class Throttle:
 
     def acquire(self) -> float:
         """Wait until a send may start; returns its start time (a ticket for ``release``)."""
+        self._let_go()
         with self._cond:
             self._admit()
             self._in_flight += 1
@@ -127,6 +137,23 @@ class Throttle:
         with self._cond:
             self.retries += 1
             self._gate_until = max(self._gate_until, time.monotonic() + seconds)
+
+    def reserve(self, size: int) -> bool:
+        """Count ``size`` more bytes held by this thread's answer; False: over the budget."""
+        with self._cond:
+            if self._held + size > self.memory_budget:
+                return False
+            self._held += size
+        self._mine.held = getattr(self._mine, "held", 0) + size
+        return True
+
+    def _let_go(self) -> None:
+        """This thread starts a new send: its previous answer is no longer held."""
+        size = getattr(self._mine, "held", 0)
+        if size:
+            self._mine.held = 0
+            with self._cond:
+                self._held -= size
 
     def reconnected(self) -> None:
         """A send is repeated on a fresh connection: one more request on the wire."""

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from hostile_servers import RawServer, respond
+from hostile_servers import MIB, RawServer, endless_sse, respond
 from support import API_KEY, case
 
 from conformance.client import Client, Limits, Pacer, RetryPolicy
@@ -183,3 +183,41 @@ def test_limit_halves_once_per_window_and_grows_back_by_one() -> None:
         throttle.release(throttle.acquire(), rate_limited=False)
     stats = throttle.stats()
     assert (stats.concurrency_limit, stats.min_concurrency_limit, stats.rate_limited) == (3, 2, 9)
+
+
+# -- the memory held by answers read at once ---------------------------------------------------
+
+
+def endless_streams(threads: int, sends: int, limits: Limits) -> tuple[list[Exchange], Client]:
+    server = RawServer(endless_sse).__enter__()
+    client = Client(server.url, api_key=API_KEY, limits=limits, concurrency=threads)
+    try:
+        with ThreadPoolExecutor(threads) as pool:
+            exchanges = list(pool.map(lambda _: client.send(case(stream=True)), range(sends)))
+    finally:
+        client.close()
+        server.stop()
+    return exchanges, client
+
+
+def test_answers_read_at_once_share_one_memory_budget() -> None:
+    """8 endless streams at once, 1 MiB each allowed, 3 MiB for all: the budget ends them."""
+    limits = Limits(ttfb=5.0, gap=2.0, total=5.0, max_bytes=MIB, max_events=10**6,
+                    max_bytes_held=3 * MIB)  # fmt: skip
+    exchanges, client = endless_streams(8, 8, limits)
+    assert {ex.bound for ex in exchanges} <= {"max-bytes", "max-bytes-held"}
+    assert "max-bytes-held" in {ex.bound for ex in exchanges}
+    held = sum(sum(len(e.data) for e in ex.events or []) for ex in exchanges)
+    assert held <= 3 * MIB, held  # the event data alone; the budget counts its objects too
+    assert client.stats.peak_in_flight > 1
+
+
+def test_serial_sends_never_meet_the_shared_budget() -> None:
+    """One at a time, each answer is let go at the next send: only its own bound ends it.
+
+    (The budget counts memory: an event costs its bytes plus its objects, ~3.7x here.)
+    """
+    limits = Limits(ttfb=5.0, gap=2.0, total=5.0, max_bytes=MIB, max_events=10**6,
+                    max_bytes_held=8 * MIB)  # fmt: skip
+    exchanges, _ = endless_streams(1, 4, limits)
+    assert [ex.bound for ex in exchanges] == ["max-bytes"] * 4
