@@ -354,3 +354,9 @@ def write_json(path: Path | None, data: dict[str, Any]) -> None:
     if path is not None:
         path.write_text(json.dumps(data, indent=2) + "\n")
         print(f"results written to {path}")
+
+
+def finish(path: Path | None, data: dict[str, Any]) -> int:
+    """Write the results (``--json``) and give the exit status: the end of every ``main``."""
+    write_json(path, data)
+    return 0

@@ -34,8 +34,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common as bench
+
+ROOT = bench.ROOT
 
 MIB = 1024 * 1024
 GOAL_MB = 200
@@ -212,10 +216,8 @@ def run_child(url: str | None, stream: bool, concurrency: int = 1) -> dict[str, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser = bench.parser(__doc__, runs=5)
     parser.add_argument("--only", help="run only the scenarios whose name holds this")
-    parser.add_argument("--json", type=Path, help="write the figures here too")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--stream", action=argparse.BooleanOptionalAction, help=argparse.SUPPRESS)
     parser.add_argument("--concurrency", type=int, default=1, help=argparse.SUPPRESS)
@@ -225,8 +227,8 @@ def main() -> None:
         print(json.dumps(child(url, bool(args.stream), args.concurrency)))
         return
 
-    print(f"python {sys.version.split()[0]}, {args.runs} runs per scenario, default Limits")
-    print(f"load average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    bench.print_machine(bench.machine())
+    print(f"{args.runs} runs per scenario, default Limits")
     print(f"{'scenario':<50} {'median MB':>10} {'min-max MB':>14} {'s':>6}  ended by")
     report: dict[str, Any] = {}
     for name, (serve, stream, concurrency) in SCENARIOS.items():
@@ -259,8 +261,7 @@ def main() -> None:
     for name, entry in report.items():
         verdict = "met" if entry["median_mb"] < entry["goal_mb"] else "MISSED"
         print(f"{name}: {entry['median_mb']:.1f} MB, goal < {entry['goal_mb']} MB {verdict}")
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    bench.write_json(args.json, report)
 
 
 if __name__ == "__main__":
