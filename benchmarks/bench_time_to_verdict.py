@@ -2,6 +2,7 @@
 
     python benchmarks/bench_time_to_verdict.py [--runs 5] [--delays 0,0.5,1]
         [--concurrency 1,8,32] [--tools ours,st-run,st-fuzz] [--fit] [--json OUT]
+        [--requests M] [--fixed-from JSON]
 
 The reference target runs in its own process (``_target.py --delay D``: each completion
 waits D seconds, side by side, before it is answered; ``--fault unknown-model-200`` so
@@ -20,6 +21,11 @@ variant ``--runs`` times:
   count (schemathesis's workers split per operation: one operation here);
 * ``st-fuzz w8``: ``st fuzz --workers 8`` for a fixed time; its time to the suite's
   request count is read from the target's arrival times (start to the M-th answer).
+
+``--requests M`` skips the untimed calibration run (a serial default run: 2 minutes at
+1 s latency) and takes M as the suite's request count; ``--fixed-from`` takes the suite's
+fixed cost from an earlier ``--json`` (of delay 0) when ``ours c1`` is not among the
+variants, so the proxy's estimate needs no serial run at every latency.
 
 With ``--fit`` (at delay 0): the fixed cost and the marginal CPU per request of both
 tools, from the line through two run sizes (ours ``--max-examples`` 10 and 60, so about
@@ -154,7 +160,7 @@ def variants(
     if "st-fuzz" in args.tools:
         # Long enough for the suite's request count at about 7 in flight, plus a start-up
         # that a loaded machine stretches.
-        seconds = 15 + requests * args.delay / 5
+        seconds = 30 + requests * args.delay / 4
         cmd = bench.st_fuzz_cmd(spec_path, url, seconds, workers=8, api_key=API_KEY)
         out["st-fuzz w8"] = (cmd, work, requests)
     return out
@@ -218,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--concurrency", default="1,8,32", help="our concurrency levels")
     ap.add_argument("--tools", default="ours,st-run,st-fuzz", help="which tools to run")
     ap.add_argument("--fit", action="store_true", help="also fit fixed and marginal cost")
+    ap.add_argument("--requests", type=int, help="the suite's request count (no calibration)")
+    ap.add_argument("--fixed-from", type=Path, help="the suite's fixed cost from this JSON")
     ap.add_argument("--proxy", help=argparse.SUPPRESS)
     ap.add_argument("--proxy-concurrency", type=int, default=8, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -237,10 +245,15 @@ def main(argv: list[str] | None = None) -> int:
             args.delay = delay
             with bench.Target(SPEC, faults=FAULTS, api_key=API_KEY, delay=delay) as target:
                 print(f"\ntarget latency {delay:g} s: {target.url}")
-                # Untimed at delay 0 only: warm caches, count the default run's requests.
-                calib = measure(target, bench.suite_cmd(work / "ours", url=target.url,
-                                api_key=API_KEY), bench.ROOT)  # fmt: skip
-                requests = calib["requests"]
+                # Untimed: warm caches, count the default run's requests.
+                requests = (
+                    args.requests
+                    or measure(
+                        target,
+                        bench.suite_cmd(work / "ours", url=target.url, api_key=API_KEY),
+                        bench.ROOT,
+                    )["requests"]
+                )
                 todo = variants(args, target.url, work, requests, has_concurrency)
                 runs: dict[str, list[dict[str, Any]]] = {name: [] for name in todo}
                 for i in range(args.runs):
@@ -251,7 +264,11 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"  run {i + 1} {name:18s} {m['requests']:4d} requests  "
                               f"wall {m['wall_s']:6.2f} s  sending {m['sending_s']:6.2f} s  "
                               f"cpu {m['cpu_s']:6.2f} s  load {m['load']}")  # fmt: skip
-                entry = summarise(runs, requests)
+                fixed = None
+                if args.fixed_from:
+                    earlier = json.loads(args.fixed_from.read_text())
+                    fixed = next(iter(earlier["delays"].values()))["ours_fixed_s"]
+                entry = summarise(runs, requests, fixed)
                 if args.fit and delay == 0:
                     entry["fit"] = fit(target, work, args.runs)
                 report["delays"][f"{delay:g}"] = entry
@@ -260,13 +277,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def summarise(runs: dict[str, list[dict[str, Any]]], requests: int) -> dict[str, Any]:
+def summarise(
+    runs: dict[str, list[dict[str, Any]]], requests: int, fixed: float | None = None
+) -> dict[str, Any]:
     """Per variant: median (min-max) time to verdict, requests and req/s."""
     out: dict[str, Any] = {"suite_requests": requests, "runs": runs, "summary": {}}
     serial = runs.get("ours c1")
-    fixed = (
-        statistics.median(r["wall_s"] - r["sending_s"] for r in serial) if serial else float("nan")
-    )
+    if serial:
+        fixed = statistics.median(r["wall_s"] - r["sending_s"] for r in serial)
+    fixed = float("nan") if fixed is None else fixed
     out["ours_fixed_s"] = fixed
     for name, rs in runs.items():
         if name.startswith("st-"):
@@ -277,8 +296,10 @@ def summarise(runs: dict[str, list[dict[str, Any]]], requests: int) -> dict[str,
         else:
             times = [r["wall_s"] for r in rs]
         rates = [r["requests"] / r["sending_s"] for r in rs if r["sending_s"] > 0]
+        reached = [t for t in times if t == t]  # NaN: st fuzz did not reach the count
         out["summary"][name] = {
-            "time_to_verdict_s": bench.summary(times),
+            "time_to_verdict_s": bench.summary(reached) if reached else None,
+            "runs_reaching_count": len(reached),
             "requests": statistics.median(r["requests"] for r in rs),
             "req_per_s_sending": bench.summary(rates) if rates else None,
             "cpu_s": bench.summary([r["cpu_s"] for r in rs]),
@@ -295,7 +316,8 @@ def print_summary(report: dict[str, Any]) -> None:
             rate = s["req_per_s_sending"]
             rows.append([
                 f"{delay} s", name, f"{s['requests']:.0f}",
-                bench.fmt_range(s["time_to_verdict_s"], digits=1),
+                bench.fmt_range(s["time_to_verdict_s"], digits=1) if s["time_to_verdict_s"]
+                else "not reached",
                 bench.fmt_range(rate, digits=1) if rate else "-",
                 f"{s['loads'][0]} .. {s['loads'][-1]}",
             ])  # fmt: skip
