@@ -287,7 +287,7 @@ class Client:
                 exchange.events = [
                     replace(ev, data=ev.data.replace(text, REDACTED)) for ev in exchange.events
                 ]
-            for name in ("transport_error", "stream_error", "sdk"):
+            for name in ("transport_error", "stream_error", "sdk", "notes"):
                 setattr(exchange, name, _without(getattr(exchange, name), text))
 
     def _read_body(self, response: httpx.Response, exchange: Exchange, start: float) -> None:
