@@ -19,7 +19,7 @@ import json
 import secrets
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -31,7 +31,15 @@ from conformance.exchange import Exchange, Headers
 from conformance.sse import SSEParser
 from conformance.throttle import ClientStats, Pacer, Throttle
 
-__all__ = ["Client", "ClientStats", "Limits", "Pacer", "RetryPolicy", "retry_after"]
+__all__ = [
+    "Client",
+    "ClientStats",
+    "Limits",
+    "Pacer",
+    "RetryPolicy",
+    "decode_body",
+    "retry_after",
+]
 
 REDACTED = "[REDACTED]"
 # Statuses a careful client waits out when the target says how long to wait.
@@ -41,6 +49,7 @@ ACCEPT_ENCODING = "gzip, deflate"
 #: The most bytes one decoding step may produce: what a gzip bomb can cost at once.
 DECODE_PIECE = 64 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
+DECODABLE = ("gzip", "x-gzip", "deflate")
 #: What one SSE event costs beyond its data bytes (the SSEEvent, its str and float).
 EVENT_OVERHEAD = 160
 #: The default number of sends allowed in flight (the engine's --concurrency default).
@@ -361,18 +370,28 @@ def _decoded(response: httpx.Response, exchange: Exchange) -> Iterator[bytes]:
     client that sent our Accept-Encoding could not read it either.
     """
     coding = _coding(exchange)
-    if not coding:
-        yield from response.iter_raw()
-        return
-    if coding not in ("gzip", "x-gzip", "deflate"):
+    if coding and coding not in DECODABLE:
         exchange.notes.append(
             f"Content-Encoding {coding!r} was not asked for (Accept-Encoding: "
             f"{ACCEPT_ENCODING}); the body is recorded as sent"
         )
-        yield from response.iter_raw()
+    return decode_body(response.iter_raw(), coding)
+
+
+def decode_body(chunks: Iterable[bytes], content_encoding: str | None) -> Iterator[bytes]:
+    """``chunks`` of a body as sent, decoded for a ``Content-Encoding`` of gzip or deflate.
+
+    Pieces of at most DECODE_PIECE bytes, so a caller that counts them bounds a gzip
+    bomb; any other coding (or none) passes through unchanged. For every sender that
+    records raw bytes (the SDK's tee in sdk.py records them before httpx decodes).
+    Raises ``zlib.error`` on a corrupt body.
+    """
+    coding = (content_encoding or "").strip().lower()
+    if coding not in DECODABLE:
+        yield from chunks
         return
     decoder = _Inflater(coding)
-    for raw in response.iter_raw():
+    for raw in chunks:
         yield from decoder.feed(raw)
 
 

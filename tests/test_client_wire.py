@@ -27,7 +27,7 @@ from hostile_servers import (
 )
 from support import API_KEY, Targets, case, failed, judge
 
-from conformance.client import Client, Limits
+from conformance.client import DECODE_PIECE, Client, Limits, decode_body
 from conformance.exchange import Exchange
 from conformance.spec import load_spec
 
@@ -189,3 +189,14 @@ def test_coding_not_asked_for_is_kept_as_sent_with_a_note(serve: list[RawServer]
         client.close()
     assert ex.body == b"\x8b\x02\x80{}\x03" and ex.transport_error is None
     assert len(ex.notes) == 1 and "'br' was not asked for" in ex.notes[0]
+
+
+@pytest.mark.parametrize("name", list(CODINGS))
+def test_decode_body_for_other_senders(name: str) -> None:
+    """The SDK's tee records raw bytes: decode_body turns them into what the SDK read."""
+    coding, encode = CODINGS[name]
+    body = b'{"choices": [{"text": "' + b"word " * 30_000 + b'"}]}'
+    raw = encode(body)
+    pieces = list(decode_body((raw[i : i + 100] for i in range(0, len(raw), 100)), coding))
+    assert b"".join(pieces) == body and max(map(len, pieces)) <= DECODE_PIECE
+    assert list(decode_body([b"as", b"sent"], None)) == [b"as", b"sent"]
