@@ -240,3 +240,19 @@ def encoded(head_bytes: bytes, body: bytes) -> Behaviour:
         conn.sendall(head_bytes + body)
 
     return behaviour
+
+
+class Servers(list[RawServer]):
+    """The servers a test started (``servers.start(behaviour)``), all stopped on exit."""
+
+    def start(self, behaviour: Behaviour) -> RawServer:
+        server = RawServer(behaviour).__enter__()
+        self.append(server)
+        return server
+
+    def __enter__(self) -> Servers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for server in self:
+            server.stop()

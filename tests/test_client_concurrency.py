@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from hostile_servers import MIB, RawServer, endless_sse, respond
+from hostile_servers import MIB, RawServer, Servers, endless_sse, respond
 from support import API_KEY, case
 
 from conformance.client import Client, Limits, Pacer, RetryPolicy
@@ -63,11 +63,9 @@ class ConcurrencyLimited:
 
 
 @pytest.fixture
-def serve() -> Iterator[list[RawServer]]:
-    started: list[RawServer] = []
-    yield started
-    for server in started:
-        server.stop()
+def serve() -> Iterator[Servers]:
+    with Servers() as servers:
+        yield servers
 
 
 def pooled(client: Client, sends: int, threads: int) -> list[Exchange]:
@@ -76,11 +74,10 @@ def pooled(client: Client, sends: int, threads: int) -> list[Exchange]:
         return list(pool.map(lambda _: client.send(case()), range(sends)))
 
 
-def test_concurrency_adapts_down_to_what_the_target_accepts(serve: list[RawServer]) -> None:
+def test_concurrency_adapts_down_to_what_the_target_accepts(serve: Servers) -> None:
     """8 threads, a target that serves 2 at once: every request ends 200, the limit went down."""
     behaviour = ConcurrencyLimited(allowed=2)
-    server = RawServer(behaviour).__enter__()
-    serve.append(server)
+    server = serve.start(behaviour)
     client = Client(server.url, api_key=API_KEY, limits=LIMITS, concurrency=8)
     try:
         exchanges = pooled(client, 40, threads=8)
@@ -97,11 +94,10 @@ def test_concurrency_adapts_down_to_what_the_target_accepts(serve: list[RawServe
     assert behaviour.refused <= 24, behaviour.refused  # ~15 here; ~110 without
 
 
-def test_pacing_holds_across_threads(serve: list[RawServer]) -> None:
+def test_pacing_holds_across_threads(serve: Servers) -> None:
     """--rps 40 from 8 threads: 16 starts span at least 15/40 s at the target."""
     behaviour = ConcurrencyLimited(allowed=100, hold=0.0)
-    server = RawServer(behaviour).__enter__()
-    serve.append(server)
+    server = serve.start(behaviour)
     client = Client(server.url, api_key=API_KEY, limits=LIMITS, pacer=Pacer(40), concurrency=8)
     try:
         exchanges = pooled(client, 16, threads=8)
@@ -114,12 +110,11 @@ def test_pacing_holds_across_threads(serve: list[RawServer]) -> None:
 
 
 def test_limit_that_never_clears_ends_in_429s_within_the_retry_policy(
-    serve: list[RawServer],
+    serve: Servers,
 ) -> None:
     """Every answer 429: each send gives up after max_retries, none hangs (no verdict)."""
     behaviour = ConcurrencyLimited(allowed=0, retry_after="0.01")
-    server = RawServer(behaviour).__enter__()
-    serve.append(server)
+    server = serve.start(behaviour)
     retry = RetryPolicy(max_retries=3, max_wait=1.0)
     client = Client(server.url, api_key=API_KEY, limits=LIMITS, retry=retry, concurrency=4)
     try:
@@ -130,11 +125,10 @@ def test_limit_that_never_clears_ends_in_429s_within_the_retry_policy(
     assert client.stats.retries == 24 and client.stats.min_concurrency_limit == 1
 
 
-def test_retry_after_beyond_the_policy_does_not_hold_the_others(serve: list[RawServer]) -> None:
+def test_retry_after_beyond_the_policy_does_not_hold_the_others(serve: Servers) -> None:
     """A 429 the policy will not wait out (60 s > 30 s) closes no gate: the run ends fast."""
     behaviour = ConcurrencyLimited(allowed=0, retry_after="60")
-    server = RawServer(behaviour).__enter__()
-    serve.append(server)
+    server = serve.start(behaviour)
     client = Client(server.url, api_key=API_KEY, limits=LIMITS, concurrency=4)
     began = time.monotonic()
     try:

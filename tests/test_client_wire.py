@@ -18,8 +18,8 @@ from collections.abc import Iterator
 import pytest
 from hostile_servers import (
     MIB,
-    Behaviour,
     RawServer,
+    Servers,
     answer_then_reset_mid_body,
     close_after_one_answer,
     encoded,
@@ -36,17 +36,17 @@ OK_BODY = b'{"id": "cmpl-1", "object": "text_completion", "choices": []}'
 
 
 @pytest.fixture
-def serve() -> Iterator[list[RawServer]]:
-    started: list[RawServer] = []
-    yield started
-    for server in started:
-        server.stop()
+def serve() -> Iterator[Servers]:
+    with Servers() as servers:
+        yield servers
 
 
-def start(started: list[RawServer], behaviour: Behaviour) -> RawServer:
-    server = RawServer(behaviour).__enter__()
-    started.append(server)
-    return server
+def send_one(url: str, *, stream: bool = False) -> tuple[Exchange, Client]:
+    client = Client(url, api_key=API_KEY, limits=LIMITS)
+    try:
+        return client.send(case(stream=True) if stream else case()), client
+    finally:
+        client.close()
 
 
 def send_twice(url: str) -> tuple[Exchange, Exchange, Client]:
@@ -62,9 +62,9 @@ def send_twice(url: str) -> tuple[Exchange, Exchange, Client]:
 
 @pytest.mark.parametrize("reset", [False, True], ids=["closed", "reset"])
 def test_stale_keep_alive_connection_is_sent_again_once_and_noted(
-    serve: list[RawServer], reset: bool
+    serve: Servers, reset: bool
 ) -> None:
-    server = start(serve, close_after_one_answer(OK_BODY, reset=reset))
+    server = serve.start(close_after_one_answer(OK_BODY, reset=reset))
     first, second, client = send_twice(server.url)
     assert (first.status, first.notes) == (200, [])
     assert second.status == 200 and second.transport_error is None, second.transport_error
@@ -75,25 +75,21 @@ def test_stale_keep_alive_connection_is_sent_again_once_and_noted(
 
 
 def test_reset_after_the_answer_began_on_a_reused_connection_is_a_finding(
-    serve: list[RawServer],
+    serve: Servers,
 ) -> None:
-    server = start(serve, answer_then_reset_mid_body(OK_BODY))
+    server = serve.start(answer_then_reset_mid_body(OK_BODY))
     _, second, client = send_twice(server.url)
     assert second.status == 200 and second.transport_error, second
     assert second.notes == [] and client.stats.reconnects == 0
     assert "HTTP-COMPLETE" in failed(judge(load_spec("aihubmix"), second))
 
 
-def test_fresh_connection_closed_unanswered_is_not_sent_again(serve: list[RawServer]) -> None:
+def test_fresh_connection_closed_unanswered_is_not_sent_again(serve: Servers) -> None:
     def hang_up(server: RawServer, conn: socket.socket, request: bytes) -> None:
         pass  # read the request, close without a word
 
-    server = start(serve, hang_up)
-    client = Client(server.url, api_key=API_KEY, limits=LIMITS)
-    try:
-        ex = client.send(case())
-    finally:
-        client.close()
+    server = serve.start(hang_up)
+    ex, client = send_one(server.url)
     assert ex.status is None and "without sending a response" in (ex.transport_error or "")
     assert ex.notes == [] and client.stats.reconnects == 0 and len(server.requests) == 1
 
@@ -127,7 +123,7 @@ CODINGS = {
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 @pytest.mark.parametrize("name", list(CODINGS))
 def test_encoded_answer_is_judged_as_decoded(
-    serve: list[RawServer], targets: Targets, name: str, stream: bool
+    serve: Servers, targets: Targets, name: str, stream: bool
 ) -> None:
     """The reference target's own answer, re-sent encoded: same bytes, same findings."""
     target = targets.get("aihubmix")
@@ -135,12 +131,8 @@ def test_encoded_answer_is_judged_as_decoded(
     assert plain.status == 200 and plain.body
     coding, encode = CODINGS[name]
     body = encode(plain.body)
-    server = start(serve, encoded(recorded_head(plain, coding, len(body)), body))
-    client = Client(server.url, api_key=API_KEY, limits=LIMITS)
-    try:
-        ex = client.send(case(stream=True) if stream else case())
-    finally:
-        client.close()
+    server = serve.start(encoded(recorded_head(plain, coding, len(body)), body))
+    ex, _ = send_one(server.url, stream=stream)
     assert b"accept-encoding: gzip, deflate" in server.requests[0].lower()
     assert ex.body == plain.body and ex.transport_error is None and ex.notes == []
     if stream:
@@ -148,12 +140,12 @@ def test_encoded_answer_is_judged_as_decoded(
     assert failed(judge(target.spec, ex)) == failed(judge(target.spec, plain))
 
 
-def test_gzip_bomb_is_bounded_by_the_decoded_size(serve: list[RawServer]) -> None:
+def test_gzip_bomb_is_bounded_by_the_decoded_size(serve: Servers) -> None:
     """64 MiB of JSON in ~64 KiB of gzip: cut at the 1 MiB bound, never inflated whole."""
     bomb = gzip.compress(b'{"text": "' + b" " * (64 * MIB), compresslevel=9)
     head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
     head += f"Content-Length: {len(bomb)}\r\nConnection: close\r\n\r\n"
-    server = start(serve, encoded(head.encode(), bomb))
+    server = serve.start(encoded(head.encode(), bomb))
     client = Client(server.url, api_key=API_KEY, limits=LIMITS)
     tracemalloc.start()
     try:
@@ -168,25 +160,17 @@ def test_gzip_bomb_is_bounded_by_the_decoded_size(serve: list[RawServer]) -> Non
     assert "HTTP-COMPLETE" in failed(judge(load_spec("aihubmix"), ex))
 
 
-def test_corrupt_gzip_is_a_transport_finding(serve: list[RawServer]) -> None:
+def test_corrupt_gzip_is_a_transport_finding(serve: Servers) -> None:
     body = gzip.compress(OK_BODY)[:12] + b"not gzip at all" * 4
-    server = start(serve, respond("200 OK", body, Content_Encoding="gzip"))
-    client = Client(server.url, api_key=API_KEY, limits=LIMITS)
-    try:
-        ex = client.send(case())
-    finally:
-        client.close()
+    server = serve.start(respond("200 OK", body, Content_Encoding="gzip"))
+    ex, _ = send_one(server.url)
     assert ex.status == 200 and "not valid gzip" in (ex.transport_error or ""), ex
     assert "HTTP-COMPLETE" in failed(judge(load_spec("aihubmix"), ex))
 
 
-def test_coding_not_asked_for_is_kept_as_sent_with_a_note(serve: list[RawServer]) -> None:
-    server = start(serve, respond("200 OK", b"\x8b\x02\x80{}\x03", Content_Encoding="br"))
-    client = Client(server.url, api_key=API_KEY, limits=LIMITS)
-    try:
-        ex = client.send(case())
-    finally:
-        client.close()
+def test_coding_not_asked_for_is_kept_as_sent_with_a_note(serve: Servers) -> None:
+    server = serve.start(respond("200 OK", b"\x8b\x02\x80{}\x03", Content_Encoding="br"))
+    ex, _ = send_one(server.url)
     assert ex.body == b"\x8b\x02\x80{}\x03" and ex.transport_error is None
     assert len(ex.notes) == 1 and "'br' was not asked for" in ex.notes[0]
 
