@@ -1,4 +1,4 @@
-"""Helpers shared by the benchmarks: a target process, timing, summaries, the machine.
+"""The benchmarks' one harness: a target process, the commands, timing, summaries, the machine.
 
 Every benchmark talks to 127.0.0.1 only and bounds every wait (process timeouts).
 """
@@ -39,6 +39,8 @@ PACKAGES = (
     "uvicorn",
 )
 START_TIMEOUT = 30.0
+MODEL = "reference-model"
+ST = str(Path(PYTHON).parent / "st")
 
 
 # -- the target process -------------------------------------------------------------------
@@ -68,6 +70,7 @@ class Target:
         if delay:
             self.cmd += ["--delay", str(delay)]
         self.api_key = api_key
+        self.delay = delay
         self.url = ""
         self.proc: subprocess.Popen[str] | None = None
 
@@ -195,6 +198,60 @@ def tail(text: str, lines: int = 15) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
+# -- the commands benchmarked -------------------------------------------------------------
+
+
+def suite_cmd(
+    report_dir: Path,
+    *extra: str,
+    url: str | None = None,
+    api_key: str | None = None,
+    spec: str | None = None,
+) -> list[str]:
+    """``pytest conformance`` as the README runs it: the embedded target, or ``url``.
+
+    Reports go to ``report_dir`` and ``-p no:cacheprovider`` leaves the checkout's own
+    pytest cache alone.
+    """
+    cmd = [PYTHON, "-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider"]
+    if spec:
+        cmd += ["--spec", spec]
+    if url:
+        cmd += ["--target-url", url, "--model", MODEL]
+    if api_key:
+        cmd += ["--api-key", api_key]
+    return [*cmd, "--report-dir", str(report_dir), *extra]
+
+
+def st_run_cmd(
+    spec_path: Path, url: str, examples: int, *, seed: int, workers: int = 1, api_key: str
+) -> list[str]:
+    """schemathesis's ``st run``, fuzzing phase only, no shrinking, never stopping early."""
+    return [
+        ST, "run", str(spec_path), "--url", url, "--checks", "all", "--phases", "fuzzing",
+        "--max-examples", str(examples), "--workers", str(workers), "--no-shrink",
+        "--generation-database", "none", "--continue-on-failure", "--seed", str(seed),
+        "--no-color", "-H", f"Authorization: Bearer {api_key}",
+    ]  # fmt: skip
+
+
+def st_fuzz_cmd(
+    spec_path: Path, url: str, seconds: float, *, workers: int = 8, api_key: str
+) -> list[str]:
+    """schemathesis's ``st fuzz`` for ``seconds``: it has no request count, only a time."""
+    return [
+        ST, "fuzz", str(spec_path), "--url", url, "--checks", "all", "--workers", str(workers),
+        "--max-time", f"{seconds:g}", "--continue-on-failure", "--max-failures", "1000000",
+        "--no-color", "-H", f"Authorization: Bearer {api_key}",
+    ]  # fmt: skip
+
+
+def suite_has_option(option: str) -> bool:
+    """Whether ``pytest conformance`` knows ``option`` (e.g. --concurrency, once merged)."""
+    done = run_timed([PYTHON, "-m", "pytest", "conformance", "--help", "-p", "no:cacheprovider"])
+    return option in done.stdout
+
+
 # -- statistics ------------------------------------------------------------------------------
 
 
@@ -218,6 +275,18 @@ def summary(values: Sequence[float]) -> dict[str, float]:
         "max": max(values),
         "p95": percentile(values, 95),
     }
+
+
+def fit_line(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """Fixed cost and marginal cost per unit: the line through two (size, cost) medians."""
+    (n1, c1), (n2, c2) = points[0], points[-1]
+    marginal = (c2 - c1) / (n2 - n1)
+    return c1 - marginal * n1, marginal
+
+
+def load() -> str:
+    """The load averages now (1, 5, 15 min), to print beside a figure."""
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def fmt_range(s: dict[str, float], unit: str = "", digits: int = 2) -> str:
@@ -285,3 +354,9 @@ def write_json(path: Path | None, data: dict[str, Any]) -> None:
     if path is not None:
         path.write_text(json.dumps(data, indent=2) + "\n")
         print(f"results written to {path}")
+
+
+def finish(path: Path | None, data: dict[str, Any]) -> int:
+    """Write the results (``--json``) and give the exit status: the end of every ``main``."""
+    write_json(path, data)
+    return 0

@@ -27,56 +27,31 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import (
-    PYTHON,
-    bench_env,
-    fmt_range,
-    machine,
-    parser,
-    print_machine,
-    print_table,
-    run_timed,
-    summary,
-    tail,
-    write_json,
-)
+import _common as bench
 
 SPECS = ("aihubmix", "nscale")
 GOAL_S = 60.0
 
 
-def command(spec: str, report_dir: Path) -> list[str]:
-    return [
-        PYTHON,
-        "-m",
-        "pytest",
-        "conformance",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "--spec",
-        spec,
-        "--report-dir",
-        str(report_dir),
-    ]
-
-
 def main(argv: list[str] | None = None) -> int:
-    ap = parser(__doc__, runs=5)
+    ap = bench.parser(__doc__, runs=5)
     ap.add_argument("--variants", default="warm,cold", help="warm, cold or both")
     args = ap.parse_args(argv)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    info = machine()
-    print_machine(info)
+    info = bench.machine()
+    bench.print_machine(info)
     runs: dict[str, list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-default-") as tmp:
         report_dir = Path(tmp)
-        run_timed(command("aihubmix", report_dir), env=bench_env())  # fills the warm cache
+        bench.run_timed(
+            bench.suite_cmd(report_dir, spec="aihubmix"), env=bench.bench_env()
+        )  # fills the warm cache
         for i in range(args.runs):
             for variant in variants if i % 2 == 0 else list(reversed(variants)):
                 for spec in SPECS if i % 2 == 0 else reversed(SPECS):
-                    timed = run_timed(
-                        command(spec, report_dir), env=bench_env(cold=variant == "cold")
+                    timed = bench.run_timed(
+                        bench.suite_cmd(report_dir, spec=spec),
+                        env=bench.bench_env(cold=variant == "cold"),
                     )
                     spent = json.loads((report_dir / "results.json").read_text())["spent"]
                     m = {
@@ -92,25 +67,25 @@ def main(argv: list[str] | None = None) -> int:
                         f"exit {timed.returncode}"
                     )
                     if timed.returncode != 0:
-                        print(tail(timed.stdout + timed.stderr))
+                        print(bench.tail(timed.stdout + timed.stderr))
     result = {
         name: {
-            "wall_s": summary([r["wall_s"] for r in rs]),
-            "cpu_s": summary([r["cpu_s"] for r in rs]),
+            "wall_s": bench.summary([r["wall_s"] for r in rs]),
+            "cpu_s": bench.summary([r["cpu_s"] for r in rs]),
             "requests": rs[-1]["requests"],
         }
         for name, rs in sorted(runs.items())
     }
     print()
     print(f"median (min-max) over {args.runs} runs:")
-    print_table(
+    bench.print_table(
         ["command", "environment", "wall s", "CPU s", "requests"],
         [
             [
                 f"pytest conformance --spec {name.split()[0]}",
                 name.split()[1],
-                fmt_range(r["wall_s"]),
-                fmt_range(r["cpu_s"]),
+                bench.fmt_range(r["wall_s"]),
+                bench.fmt_range(r["cpu_s"]),
                 r["requests"],
             ]
             for name, r in result.items()
@@ -120,8 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"goal < {GOAL_S:.0f} s: {'met' if worst < GOAL_S else 'NOT met'} (slowest run {worst:.1f} s)"
     )
-    write_json(args.json, {"machine": info, "runs": runs, "summary": result})
-    return 0
+    return bench.finish(args.json, {"machine": info, "runs": runs, "summary": result})
 
 
 if __name__ == "__main__":

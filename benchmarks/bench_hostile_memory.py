@@ -1,6 +1,6 @@
 """Benchmark: peak memory of the suite's client facing hostile targets, default bounds.
 
-    python benchmarks/bench_hostile_memory.py [--runs N] [--json OUT]
+    python benchmarks/bench_hostile_memory.py [--runs N] [--only NAME] [--json OUT]
 
 The parent serves each hostile scenario from a raw socket on 127.0.0.1 (in a thread, so
 the target's memory is not counted) and, per run, starts a fresh child process that
@@ -10,14 +10,19 @@ evidence, as the suite does. The child reports its peak resident set size (VmHWM
 /proc/self/status; ru_maxrss where /proc is missing). A ``baseline`` child does the
 imports and builds the client but sends nothing: the floor every scenario stands on.
 
-Prints, per scenario, the median and min-max peak RSS over the runs (goal: < 200 MB)
-and the bound that ended the exchange.
+The "at concurrency 32" scenarios send 32 requests at once from a pool of 32 threads
+through one ``Client(concurrency=32)``, as the engine's ``--concurrency 32`` will, and
+judge each answer: 32 endless streams at the same time (goal: < 250 MB).
+
+Prints, per scenario, the median and min-max peak RSS over the runs (goal: < 200 MB for
+one request) and the bound that ended the exchange(s).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import socket
 import statistics
@@ -29,8 +34,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common as bench
+
+ROOT = bench.ROOT
 
 MIB = 1024 * 1024
 GOAL_MB = 200
@@ -81,14 +90,17 @@ def endless_plain(conn: socket.socket, stop: threading.Event) -> None:
 _SMALL = b'data: {"id":"cmpl-1","object":"text_completion","created":1,"choices":[{"text":"x","index":0}]}\n\n'
 _LARGE = b'data: {"text": "' + b"y" * (BLOCK - 32) + b'"}\n\n'
 
-SCENARIOS: dict[str, tuple[Serve | None, bool]] = {
-    # name: (server behaviour, streamed request)
-    "baseline (no request)": (None, False),
-    "100 MB body": (huge_body, False),
-    "endless plain body": (endless_plain, False),
-    "endless SSE, small events": (_endless_sse(_SMALL), True),
-    "endless SSE, 64 KiB events": (_endless_sse(_LARGE), True),
+SCENARIOS: dict[str, tuple[Serve | None, bool, int]] = {
+    # name: (server behaviour, streamed request, requests at once)
+    "baseline (no request)": (None, False, 1),
+    "100 MB body": (huge_body, False, 1),
+    "endless plain body": (endless_plain, False, 1),
+    "endless SSE, small events": (_endless_sse(_SMALL), True, 1),
+    "endless SSE, 64 KiB events": (_endless_sse(_LARGE), True, 1),
+    "32 endless SSE (small events) at concurrency 32": (_endless_sse(_SMALL), True, 32),
+    "32 endless SSE (64 KiB events) at concurrency 32": (_endless_sse(_LARGE), True, 32),
 }
+GOAL_CONCURRENT_MB = 250
 
 
 class Server:
@@ -138,10 +150,13 @@ def peak_rss_kib() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)  # KiB on Linux
 
 
-def child(url: str | None, stream: bool) -> dict[str, Any]:
-    """What one suite request costs: send, judge by every requirement, keep evidence."""
+def child(url: str | None, stream: bool, concurrency: int = 1) -> dict[str, Any]:
+    """What suite requests cost: send ``concurrency`` at once, judge each, keep evidence."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from conformance.case import Case
     from conformance.client import Client, Limits
+    from conformance.exchange import Exchange
     from conformance.requirements import REGISTRY, load_checks
     from conformance.results import Results, evaluate
     from conformance.spec import load_spec
@@ -149,7 +164,9 @@ def child(url: str | None, stream: bool) -> dict[str, Any]:
     spec = load_spec("aihubmix")
     load_checks()
     requirements = list(REGISTRY.values())
-    client = Client(url or "http://127.0.0.1:9", api_key="sk-bench", limits=Limits())
+    client = Client(
+        url or "http://127.0.0.1:9", api_key="sk-bench", limits=Limits(), concurrency=concurrency
+    )
     out: dict[str, Any] = {"bound": None, "elapsed": 0.0}
     if url is not None:
         body = {
@@ -158,29 +175,40 @@ def child(url: str | None, stream: bool) -> dict[str, Any]:
             "max_tokens": 4,
             **({"stream": True} if stream else {}),
         }
-        began = time.perf_counter()
-        exchange = client.send(Case(body))
         results = Results.for_requirements(requirements)
-        results.record(exchange, evaluate(requirements, spec, exchange))
+
+        def one(_: int) -> Exchange:
+            exchange = client.send(Case(body))
+            findings = evaluate(requirements, spec, exchange)
+            results.record(exchange, findings)
+            return exchange
+
+        began = time.perf_counter()
+        with ThreadPoolExecutor(concurrency) as pool:
+            exchanges = list(pool.map(one, range(concurrency)))
+        bounds = sorted({str(ex.bound or ex.transport_error) for ex in exchanges})
         out.update(
             elapsed=round(time.perf_counter() - began, 3),
-            bound=exchange.bound or exchange.transport_error,
-            kept_bytes=len(exchange.body),
-            events=len(exchange.events) if exchange.events is not None else None,
+            bound=", ".join(bounds),
+            kept_bytes=sum(len(ex.body) for ex in exchanges),
+            events=sum(len(ex.events) for ex in exchanges if ex.events is not None),
             report_bytes=len(results.dumps()),
+            peak_in_flight=client.stats.peak_in_flight,
         )
     client.close()
     out["peak_rss_kib"] = peak_rss_kib()
     return out
 
 
-def run_child(url: str | None, stream: bool) -> dict[str, Any]:
+def run_child(url: str | None, stream: bool, concurrency: int = 1) -> dict[str, Any]:
     args = [
         sys.executable,
         __file__,
         "--child",
         url or "-",
         "--stream" if stream else "--no-stream",
+        "--concurrency",
+        str(concurrency),
     ]
     done = subprocess.run(args, capture_output=True, text=True, check=True, timeout=300)
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -188,39 +216,52 @@ def run_child(url: str | None, stream: bool) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--json", type=Path, help="write the figures here too")
+    parser = bench.parser(__doc__, runs=5)
+    parser.add_argument("--only", help="run only the scenarios whose name holds this")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--stream", action=argparse.BooleanOptionalAction, help=argparse.SUPPRESS)
+    parser.add_argument("--concurrency", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(None if args.child == "-" else args.child, bool(args.stream))))
+        url = None if args.child == "-" else args.child
+        print(json.dumps(child(url, bool(args.stream), args.concurrency)))
         return
 
-    print(f"python {sys.version.split()[0]}, {args.runs} runs per scenario, default Limits")
-    print(f"{'scenario':<28} {'median MB':>10} {'min-max MB':>14} {'s':>6}  ended by")
+    bench.print_machine(bench.machine())
+    print(f"{args.runs} runs per scenario, default Limits")
+    print(f"{'scenario':<50} {'median MB':>10} {'min-max MB':>14} {'s':>6}  ended by")
     report: dict[str, Any] = {}
-    for name, (serve, stream) in SCENARIOS.items():
+    for name, (serve, stream, concurrency) in SCENARIOS.items():
+        if args.only and args.only not in name:
+            continue
         server = Server(serve) if serve else None
         try:
-            runs = [run_child(server.url if server else None, stream) for _ in range(args.runs)]
+            runs = [
+                run_child(server.url if server else None, stream, concurrency)
+                for _ in range(args.runs)
+            ]
         finally:
             if server:
                 server.close()
         mb = [r["peak_rss_kib"] / 1024 for r in runs]
         elapsed = statistics.median(r["elapsed"] for r in runs)
         ended = runs[0]["bound"] or "-"
-        report[name] = {"peak_rss_mb": mb, "median_mb": statistics.median(mb), "runs": runs}
+        goal = GOAL_CONCURRENT_MB if concurrency > 1 else GOAL_MB
+        report[name] = {
+            "peak_rss_mb": mb,
+            "median_mb": statistics.median(mb),
+            "goal_mb": goal,
+            "load": [round(x, 2) for x in os.getloadavg()],
+            "runs": runs,
+        }
         print(
-            f"{name:<28} {statistics.median(mb):>10.1f} {min(mb):>6.1f}-{max(mb):<7.1f}"
+            f"{name:<50} {statistics.median(mb):>10.1f} {min(mb):>6.1f}-{max(mb):<7.1f}"
             f" {elapsed:>6.2f}  {ended}"
         )
-    worst = max(v["median_mb"] for v in report.values())
-    verdict = "met" if worst < GOAL_MB else "MISSED"
-    print(f"worst median peak RSS {worst:.1f} MB: goal < {GOAL_MB} MB {verdict}")
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    for name, entry in report.items():
+        verdict = "met" if entry["median_mb"] < entry["goal_mb"] else "MISSED"
+        print(f"{name}: {entry['median_mb']:.1f} MB, goal < {entry['goal_mb']} MB {verdict}")
+    bench.write_json(args.json, report)
 
 
 if __name__ == "__main__":

@@ -41,8 +41,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import _common as bench
 import _fastdraw
-from _common import Target, fmt_range, machine, parser, print_machine, print_table, write_json
 
 from conformance.case import Case
 from conformance.client import Client
@@ -142,7 +142,7 @@ def one_run(samples: list[Sample], spec: Spec) -> dict[str, dict[str, list[float
 def record(samples: list[Sample], spec: Spec) -> dict[str, float]:
     """Send every case once; keep the exchanges; return the client's CPU ms per exchange."""
     cpu: list[float] = []
-    with Target(spec.name, api_key=API_KEY) as target:
+    with bench.Target(spec.name, api_key=API_KEY) as target:
         client = Client(target.url, api_key=API_KEY, media_type=spec.request_media_type)
         try:
             for sample in samples:
@@ -176,7 +176,7 @@ def profile(samples: list[Sample], spec: Spec, top: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = parser(__doc__, runs=10)
+    ap = bench.parser(__doc__, runs=10)
     ap.add_argument("--spec", default="aihubmix", choices=("aihubmix", "nscale"))
     ap.add_argument(
         "--examples",
@@ -186,8 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--profile", action="store_true", help="print a cProfile of one run")
     args = ap.parse_args(argv)
-    info = machine()
-    print_machine(info)
+    info = bench.machine()
+    bench.print_machine(info)
     load_checks()
     spec = load_spec(args.spec)
     samples = cases(spec, args.examples)
@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         f"ms per exchange, median / p95 (min-max of the runs' medians; {args.runs} runs "
         "per drawer, judging and recording over all runs):"
     )
-    print_table(["clock", "cases", "n", *columns], rows)
+    bench.print_table(["clock", "cases", "n", *columns], rows)
     print(
         f"client (for reference, not in total): CPU {client_cpu['median']:.3f} ms median, "
         f"{client_cpu['p95']:.3f} ms p95 per exchange (httpx + reading + SSE parsing)"
@@ -262,12 +262,12 @@ def main(argv: list[str] | None = None) -> int:
             verdict = "met" if t["median"] <= 1.0 else "NOT met"
             print(
                 f"goal median {name} <= 1 ms, {group} cases: {verdict} (wall "
-                f"{fmt_range({'median': t['median'], 'min': t['run_median_min'], 'max': t['run_median_max']}, 'ms', 3)})"
+                f"{bench.fmt_range({'median': t['median'], 'min': t['run_median_min'], 'max': t['run_median_max']}, 'ms', 3)})"
             )
     report = profile(samples, spec, 25) if args.profile else None
     if report:
         print(report)
-    write_json(
+    return bench.finish(
         args.json,
         {
             "machine": info,
@@ -279,7 +279,6 @@ def main(argv: list[str] | None = None) -> int:
             "profile": report,
         },
     )
-    return 0
 
 
 if __name__ == "__main__":

@@ -38,52 +38,22 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import (
-    PYTHON,
-    Target,
-    fmt_range,
-    machine,
-    parser,
-    print_machine,
-    print_table,
-    run_timed,
-    summary,
-    tail,
-    write_json,
-)
+import _common as bench
 
 API_KEY = "sk-bench-parallel"
 
 
 def suite(url: str, workdir: Path, *extra: str) -> list[str]:
-    return [
-        PYTHON,
-        "-m",
-        "pytest",
-        "conformance",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "--target-url",
-        url,
-        "--model",
-        "reference-model",
-        "--api-key",
-        API_KEY,
-        "--report-dir",
-        str(workdir / "reports"),
-        "--junitxml",
-        str(workdir / "items.xml"),
-        *extra,
-    ]
+    junit = ("--junitxml", str(workdir / "items.xml"))
+    return bench.suite_cmd(workdir / "reports", *junit, *extra, url=url, api_key=API_KEY)
 
 
-def run(target: Target, cmd: list[str], report_dir: Path) -> dict[str, Any]:
+def run(target: bench.Target, cmd: list[str], report_dir: Path) -> dict[str, Any]:
     target.reset()
-    timed = run_timed(cmd, timeout=280)
+    timed = bench.run_timed(cmd, timeout=280)
     stats = target.stats()
     if timed.returncode not in (0, 1):
-        print(f"  ! exit {timed.returncode}:\n{tail(timed.stdout + timed.stderr)}")
+        print(f"  ! exit {timed.returncode}:\n{bench.tail(timed.stdout + timed.stderr)}")
     n = stats["requests"]
     arrivals = stats["arrivals"]
     spent = json.loads((report_dir / "results.json").read_text())["spent"]
@@ -116,21 +86,21 @@ def best_makespan(durations: list[float], workers: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = parser(__doc__, runs=5)
+    ap = bench.parser(__doc__, runs=5)
     ap.add_argument("--delay", type=float, default=0.05, help="target latency (seconds)")
     ap.add_argument("--sizes", default="10,40", help="--max-examples values (default 10,40)")
     ap.add_argument("--budget", type=int, default=40, help="--budget-requests for the check")
     ap.add_argument("--rps", type=float, default=10.0, help="--rps for the pacing check")
     args = ap.parse_args(argv)
     sizes = [int(x) for x in args.sizes.split(",")]
-    info = machine()
-    print_machine(info)
+    info = bench.machine()
+    bench.print_machine(info)
     variants = [f"-n {n} k={k}" for k in sizes for n in (0, 2)]
     runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
     items: list[dict[str, float]] = []
     with (
         tempfile.TemporaryDirectory(prefix="bench-parallel-") as tmp,
-        Target("aihubmix", api_key=API_KEY, delay=args.delay) as target,
+        bench.Target("aihubmix", api_key=API_KEY, delay=args.delay) as target,
     ):
         work = Path(tmp)
         reports = work / "reports"
@@ -159,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
 
     summ = {
         v: {
-            "wall_s": summary([r["wall_s"] for r in rs]),
-            "sending_s": summary([r["sending_s"] for r in rs]),
+            "wall_s": bench.summary([r["wall_s"] for r in rs]),
+            "sending_s": bench.summary([r["sending_s"] for r in rs]),
             "requests": statistics.median(r["requests"] for r in rs),
         }
         for v, rs in runs.items()
@@ -177,10 +147,15 @@ def main(argv: list[str] | None = None) -> int:
     makespan = best_makespan(list(per_item.values()), 2)
     print()
     print(f"median (min-max) over {args.runs} interleaved runs:")
-    print_table(
+    bench.print_table(
         ["variant", "requests", "wall s", "sending phase s"],
         [
-            [v, f"{s['requests']:.0f}", fmt_range(s["wall_s"]), fmt_range(s["sending_s"])]
+            [
+                v,
+                f"{s['requests']:.0f}",
+                bench.fmt_range(s["wall_s"]),
+                bench.fmt_range(s["sending_s"]),
+            ]
             for v, s in summ.items()
         ],
     )
@@ -191,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     print()
     print(f"test items, median seconds in the -n 0 --max-examples {sizes[0]} runs:")
-    print_table(
+    bench.print_table(
         ["item", "s", "share"],
         [
             [name.split("::", 1)[1], f"{d:.2f}", f"{d / sequential:.0%}"]
@@ -220,7 +195,9 @@ def main(argv: list[str] | None = None) -> int:
         f"pacing: at least {floor:.2f} s expected at --rps {args.rps:g} "
         f"-> {'held' if ok_rps else 'EXCEEDED'}"
     )
-    write_json(
+    pacing = {"rps": args.rps, "unpaced": unpaced, "paced": paced, "floor_s": floor}
+    pacing["held"] = ok_rps
+    return bench.finish(
         args.json,
         {
             "machine": info,
@@ -232,16 +209,9 @@ def main(argv: list[str] | None = None) -> int:
             "items_median_s": per_item,
             "item_bound_speedup": sequential / makespan,
             "budget": {"limit": args.budget, **budget, "held": ok_budget},
-            "pacing": {
-                "rps": args.rps,
-                "unpaced": unpaced,
-                "paced": paced,
-                "floor_s": floor,
-                "held": ok_rps,
-            },
+            "pacing": pacing,
         },
     )
-    return 0
 
 
 if __name__ == "__main__":

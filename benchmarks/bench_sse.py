@@ -17,22 +17,19 @@ and min-max per decoder and the ratio ours/openai of the medians (> 1: ours is f
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
-import os
-import platform
 import random
 import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import openai
+import _common as bench
 from openai._streaming import SSEDecoder
 
 from conformance.sse import SSEParser
@@ -252,21 +249,6 @@ def _payloads_ours(chunks: list[bytes]) -> Iterator[str]:
             yield ev.data
 
 
-def machine() -> dict[str, Any]:
-    try:
-        nproc = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        nproc = os.cpu_count() or 0
-    return {
-        "nproc": nproc,
-        "python": sys.version.split()[0],
-        "implementation": platform.python_implementation(),
-        "openai": openai.__version__,
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-    }
-
-
 def _summary(times: list[float], events: int, nbytes: int) -> dict[str, float]:
     eps = [events / t for t in times]
     mbs = [nbytes / t / 1e6 for t in times]
@@ -282,9 +264,7 @@ def _summary(times: list[float], events: int, nbytes: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--runs", type=int, default=7, help="runs per decoder (min 5; default 7)")
-    ap.add_argument("--json", type=Path, help="also write the results as JSON here")
+    ap = bench.parser(__doc__, runs=7)
     ap.add_argument("--chunk-size", type=int, default=4096, help="bytes per chunk (default 4096)")
     ap.add_argument("--seed", type=int, default=20240501)
     args = ap.parse_args(argv)
@@ -292,11 +272,8 @@ def main(argv: list[str] | None = None) -> int:
 
     body, tally = build_stream(args.seed)
     chunks = split(body, args.chunk_size)
-    info = machine()
-    print(
-        f"machine: nproc={info['nproc']} python={info['python']} ({info['implementation']}) "
-        f"openai={info['openai']} {info['platform']}"
-    )
+    info = bench.machine()
+    bench.print_machine(info)
     print(
         f"stream: {len(body):,} bytes ({len(body) / 1e6:.2f} MB) in {len(chunks):,} chunks of "
         f"{args.chunk_size} B; {tally}"
@@ -339,29 +316,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:8s} {ev:>40s} {mb:>30s}")
     print(f"ratio ours/openai (median throughput): {ratio:.2f}x")
 
-    if args.json:
-        args.json.write_text(
-            json.dumps(
-                {
-                    "machine": info,
-                    "stream": {
-                        "bytes": len(body),
-                        "chunks": len(chunks),
-                        "chunk_size": args.chunk_size,
-                        "events": n_events,
-                        "seed": args.seed,
-                        "tally": tally,
-                    },
-                    "runs": runs,
-                    "times_s": times,
-                    "results": results,
-                    "ratio_ours_over_openai": ratio,
-                },
-                indent=2,
-            )
-            + "\n"
-        )
-    return 0
+    stream = {"bytes": len(body), "chunks": len(chunks), "chunk_size": args.chunk_size}
+    stream.update(events=n_events, seed=args.seed, tally=tally)
+    data = {"machine": info, "stream": stream, "runs": runs, "times_s": times}
+    data.update(results=results, ratio_ours_over_openai=ratio)
+    return bench.finish(args.json, data)
 
 
 if __name__ == "__main__":

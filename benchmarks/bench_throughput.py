@@ -42,32 +42,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import (
-    BENCH_DIR,
-    PYTHON,
-    ROOT,
-    Target,
-    Timed,
-    bench_env,
-    fmt_range,
-    machine,
-    parser,
-    print_machine,
-    print_table,
-    run_timed,
-    summary,
-    tail,
-    write_json,
-)
+import _common as bench
 
 API_KEY = "sk-bench-throughput"
-MODEL = "reference-model"
-ST = str(Path(PYTHON).parent / "st")
 
 
 def nscale_for_schemathesis(workdir: Path) -> Path:
     """A copy of the Nscale document that schemathesis can load (errata applied by hand)."""
-    text = (ROOT / "specs" / "nscale.yaml").read_text(encoding="utf-8")
+    text = (bench.ROOT / "specs" / "nscale.yaml").read_text(encoding="utf-8")
     # PromptValue and StopSequence: `type: object` beside an anyOf of strings and arrays.
     fixed, count = re.subn(r"^(\s+)type: object\n(\1anyOf:)", r"\2", text, flags=re.MULTILINE)
     if count == 0:
@@ -78,70 +60,26 @@ def nscale_for_schemathesis(workdir: Path) -> Path:
 
 
 def st_cmd(spec_path: Path, url: str, n: int, seed: int) -> list[str]:
-    return [
-        ST,
-        "run",
-        str(spec_path),
-        "--url",
-        url,
-        "--checks",
-        "all",
-        "--phases",
-        "fuzzing",
-        "--max-examples",
-        str(n),
-        "--workers",
-        "1",
-        "--no-shrink",
-        "--generation-database",
-        "none",
-        "--continue-on-failure",
-        "--seed",
-        str(seed),
-        "--no-color",
-        "-H",
-        f"Authorization: Bearer {API_KEY}",
-    ]
+    return bench.st_run_cmd(spec_path, url, n, seed=seed, api_key=API_KEY)
 
 
 def our_cmd(spec: str, url: str, k: int, report_dir: Path) -> list[str]:
-    return [
-        PYTHON,
-        "-m",
-        "pytest",
-        "conformance",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "--spec",
-        spec,
-        "--target-url",
-        url,
-        "--model",
-        MODEL,
-        "--api-key",
-        API_KEY,
-        "--max-examples",
-        str(k),
-        # The default budget (500 requests) would cut a larger comparison short.
-        "--budget-requests",
-        "100000",
-        "--report-dir",
-        str(report_dir),
-    ]
+    # The default budget (500 requests) would cut a larger comparison short.
+    limits = ("--max-examples", str(k), "--budget-requests", "100000")
+    return bench.suite_cmd(report_dir, *limits, url=url, api_key=API_KEY, spec=spec)
 
 
 def measure(
-    target: Target, cmd: list[str], cwd: Path, env: dict[str, str] | None = None
+    target: bench.Target, cmd: list[str], cwd: Path, env: dict[str, str] | None = None
 ) -> dict[str, Any]:
     target.reset()
-    timed: Timed = run_timed(cmd, cwd=cwd, timeout=240, env=env)
+    timed: bench.Timed = bench.run_timed(cmd, cwd=cwd, timeout=240, env=env)
     stats = target.stats()
     n = stats["requests"]
     span = (stats["last"] - stats["first"]) if n else float("nan")
     if timed.returncode not in (0, 1) or not n:
         print(f"  ! {' '.join(cmd[:4])} ... exited {timed.returncode}:")
-        print(tail(timed.stdout + timed.stderr))
+        print(bench.tail(timed.stdout + timed.stderr))
     return {
         "requests": n,
         "wall_s": timed.wall,
@@ -156,23 +94,23 @@ def measure(
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = parser(__doc__, runs=5)
+    ap = bench.parser(__doc__, runs=5)
     ap.add_argument("--requests", type=int, default=300, help="requests per tool and run")
     ap.add_argument("--spec", default="aihubmix", choices=("aihubmix", "nscale"))
     args = ap.parse_args(argv)
-    info = machine()
-    print_machine(info)
+    info = bench.machine()
+    bench.print_machine(info)
     with tempfile.TemporaryDirectory(prefix="bench-throughput-") as tmp:
         work = Path(tmp)
         spec_path = (
             nscale_for_schemathesis(work)
             if args.spec == "nscale"
-            else ROOT / "specs" / f"{args.spec}.yaml"
+            else bench.ROOT / "specs" / f"{args.spec}.yaml"
         )
-        with Target(args.spec, faults=["unknown-model-200"], api_key=API_KEY) as target:
+        with bench.Target(args.spec, faults=["unknown-model-200"], api_key=API_KEY) as target:
             print(f"target: {target.url} (flavor {args.spec}, fault unknown-model-200)")
             # Untimed: warm the caches, and size K so that ours sends about --requests.
-            calib = measure(target, our_cmd(args.spec, target.url, 10, work / "ours"), ROOT)
+            calib = measure(target, our_cmd(args.spec, target.url, 10, work / "ours"), bench.ROOT)
             fixed = calib["requests"] - 2 * 10
             k = max(1, round((args.requests - fixed) / 2))
             measure(target, st_cmd(spec_path, target.url, args.requests, 0), work)
@@ -180,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             # Each tool runs in its own directory: schemathesis in a scratch one (it
             # writes .schemathesis/ there), the suite in the checkout, as documented.
             fast = ["-p", "_fastdraw"]
-            fast_env = bench_env(PYTHONPATH=str(BENCH_DIR))
+            fast_env = bench.bench_env(PYTHONPATH=str(bench.BENCH_DIR))
             tools = {
                 "schemathesis": (
                     lambda seed: st_cmd(spec_path, target.url, args.requests, seed),
@@ -189,12 +127,12 @@ def main(argv: list[str] | None = None) -> int:
                 ),
                 "ours": (
                     lambda seed: our_cmd(args.spec, target.url, k, work / "ours"),
-                    ROOT,
+                    bench.ROOT,
                     None,
                 ),
                 "ours, proposed drawer": (
                     lambda seed: [*our_cmd(args.spec, target.url, k, work / "ours"), *fast],
-                    ROOT,
+                    bench.ROOT,
                     fast_env,
                 ),
             }
@@ -215,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
 
     metrics = ("requests", "rps_wall", "rps_span", "cpu_ms_per_request")
     result: dict[str, Any] = {
-        name: {m: summary([r[m] for r in rs]) for m in metrics} for name, rs in runs.items()
+        name: {m: bench.summary([r[m] for r in rs]) for m in metrics} for name, rs in runs.items()
     }
     st = result["schemathesis"]
     ratios = {
@@ -231,15 +169,15 @@ def main(argv: list[str] | None = None) -> int:
     }
     print()
     print(f"median (min-max) over {args.runs} interleaved runs per tool:")
-    print_table(
+    bench.print_table(
         ["tool", "requests", "req/s (whole command)", "req/s (sending span)", "CPU ms/request"],
         [
             [
                 name,
                 f"{statistics.median(r['requests'] for r in runs[name]):.0f}",
-                fmt_range(result[name]["rps_wall"], digits=1),
-                fmt_range(result[name]["rps_span"], digits=1),
-                fmt_range(result[name]["cpu_ms_per_request"], digits=2),
+                bench.fmt_range(result[name]["rps_wall"], digits=1),
+                bench.fmt_range(result[name]["rps_span"], digits=1),
+                bench.fmt_range(result[name]["cpu_ms_per_request"], digits=2),
             ]
             for name in runs
         ],
@@ -252,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     goal = "met" if ratios["ours"]["rps_wall"] >= 2 else "NOT met"
     print(f"goal ours >= 2x schemathesis req/s (whole command): {goal}")
-    write_json(
+    return bench.finish(
         args.json,
         {
             "machine": info,
@@ -264,7 +202,6 @@ def main(argv: list[str] | None = None) -> int:
             "ratios_over_schemathesis": ratios,
         },
     )
-    return 0
 
 
 if __name__ == "__main__":

@@ -5,16 +5,23 @@ between reads, total time, bytes, events), so a hostile target yields an Exchang
 the bound it hit, never a hang. Redirects are not followed, so credentials only ever go
 to the target's origin. 429 and 503 answers with ``Retry-After`` are retried within a
 bound, and the retries are recorded on the Exchange.
+
+``Client.send`` is thread-safe: the engine may run it from a pool of threads. Pacing,
+the shared back-off after a rate limit and the adaptive concurrency limit live in
+``conformance.throttle``; ``Client.stats`` says what they saw. Bodies sent with a
+``Content-Encoding`` we asked for (gzip, deflate) are recorded decoded, decoded piece by
+piece so that the byte bound holds for the decoded size (a gzip bomb is cut off).
 """
 
 from __future__ import annotations
 
 import json
 import secrets
-import threading
 import time
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -22,10 +29,31 @@ import httpx
 from conformance.case import Case
 from conformance.exchange import Exchange, Headers
 from conformance.sse import SSEParser
+from conformance.throttle import ClientStats, Pacer, Throttle
+
+__all__ = [
+    "Client",
+    "ClientStats",
+    "Limits",
+    "Pacer",
+    "RetryPolicy",
+    "decode_body",
+    "retry_after",
+]
 
 REDACTED = "[REDACTED]"
 # Statuses a careful client waits out when the target says how long to wait.
 RETRYABLE = (429, 503)
+#: The content codings we accept, and can decode under the byte bound (zlib, stdlib).
+ACCEPT_ENCODING = "gzip, deflate"
+#: The most bytes one decoding step may produce: what a gzip bomb can cost at once.
+DECODE_PIECE = 64 * 1024
+GZIP_MAGIC = b"\x1f\x8b"
+DECODABLE = ("gzip", "x-gzip", "deflate")
+#: What one SSE event costs beyond its data bytes (the SSEEvent, its str and float).
+EVENT_OVERHEAD = 160
+#: The default number of sends allowed in flight (the engine's --concurrency default).
+DEFAULT_CONCURRENCY = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +66,9 @@ class Limits:
     max_bytes: int = 16 * 1024 * 1024
     max_events: int = 50_000
     transcript_bytes: int = 256 * 1024
+    #: All answers being held at once (every thread of the client): a pool of 32 facing
+    #: 32 endless streams must not hold 32 x max_bytes. Serial sends never reach it.
+    max_bytes_held: int = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,25 +77,6 @@ class RetryPolicy:
 
     max_retries: int = 3
     max_wait: float = 30.0
-
-
-class Pacer:
-    """Spaces request starts so that at most ``rps`` are sent per second (thread-safe)."""
-
-    def __init__(self, rps: float | None) -> None:
-        self.interval = 1.0 / rps if rps else 0.0
-        self._next = 0.0
-        self._lock = threading.Lock()
-
-    def wait(self) -> None:
-        if not self.interval:
-            return
-        with self._lock:
-            now = time.monotonic()
-            start = max(now, self._next)
-            self._next = start + self.interval
-        if start > now:
-            time.sleep(start - now)
 
 
 @dataclass
@@ -79,22 +91,46 @@ class Client:
     limits: Limits = field(default_factory=Limits)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     pacer: Pacer = field(default_factory=lambda: Pacer(None))
+    #: The most sends in flight at once (the engine's thread pool size); the adaptive
+    #: limit starts here and never goes above it.
+    concurrency: int = DEFAULT_CONCURRENCY
 
     def __post_init__(self) -> None:
         self.url = self.base_url.rstrip("/") + self.path
-        self._http = httpx.Client(
-            follow_redirects=False,
-            timeout=httpx.Timeout(self.limits.ttfb),
-            headers={"User-Agent": "completions-conformance"},
+        self._http = self._new_http()
+        self.throttle = Throttle(
+            self.concurrency, self.pacer, memory_budget=self.limits.max_bytes_held
         )
-        self.requests_sent = 0
-        self.retries = 0
         # Values too short to be secrets would blank out ordinary text if scrubbed.
         values = [self.api_key or "", *self.extra_headers.values()]
         self._secrets = [v.encode() for v in values if len(v) >= 4]
 
+    def _new_http(self) -> httpx.Client:
+        return httpx.Client(
+            follow_redirects=False,
+            timeout=httpx.Timeout(self.limits.ttfb),
+            headers={"User-Agent": "completions-conformance", "Accept-Encoding": ACCEPT_ENCODING},
+            # The throttle bounds what is in flight; the pool must never be the bottleneck.
+            limits=httpx.Limits(
+                max_connections=None, max_keepalive_connections=max(1, self.concurrency)
+            ),
+        )
+
     def close(self) -> None:
         self._http.close()
+
+    @property
+    def stats(self) -> ClientStats:
+        """Requests, retries, reconnects, peak in flight and the concurrency limit reached."""
+        return self.throttle.stats()
+
+    @property
+    def requests_sent(self) -> int:
+        return self.throttle.requests_sent
+
+    @property
+    def retries(self) -> int:
+        return self.throttle.retries
 
     def headers_for(self, case: Case) -> dict[str, str]:
         """The request headers for ``case``, with the credentials its ``auth`` asks for."""
@@ -132,25 +168,35 @@ class Client:
         return case.raw_body if case.raw_body is not None else json.dumps(case.body).encode()
 
     def send(self, case: Case) -> Exchange:
-        """Send ``case`` (retrying rate limits within bounds) and return the Exchange."""
+        """Send ``case`` (retrying rate limits within bounds) and return the Exchange.
+
+        Thread-safe: any number of threads may call it at once; the throttle decides when
+        each send starts (pacing, back-off gate, concurrency limit).
+        """
         body = self.encode(case)
         headers = self.headers_for(case)
-        return self.paced(lambda: self._send_once(case, headers, body))
+        return self.paced(lambda: self._send_fresh_if_stale(case, headers, body))
 
     def paced(self, attempt: Callable[[], Exchange]) -> Exchange:
-        """Make ``attempt`` under the pacer, waiting out 429/503 + Retry-After as allowed.
+        """Make ``attempt`` under the throttle, waiting out 429/503 + Retry-After as allowed.
 
         Every way the suite sends (this client, the openai SDK in sdk.py) goes through
-        here, so --rps and the retry policy hold for all, and every retry is counted.
+        here, so --rps, the back-off gate, the concurrency limit and the retry policy
+        hold for all, and every retry is counted.
         """
         waited = 0.0
         retries = 0
         while True:
-            self.pacer.wait()
-            exchange = attempt()
-            self._scrub(exchange)
-            exchange.retries = retries
-            delay = retry_after(exchange)
+            started = self.throttle.acquire()
+            limited = False
+            try:
+                exchange = attempt()
+                self._scrub(exchange)
+                exchange.retries = retries
+                delay = retry_after(exchange)
+                limited = exchange.status == 429 or delay is not None
+            finally:
+                self.throttle.release(started, rate_limited=limited)
             if (
                 delay is None
                 or retries >= self.retry.max_retries
@@ -158,19 +204,52 @@ class Client:
             ):
                 return exchange
             retries += 1
-            self.retries += 1
             waited += delay
-            time.sleep(delay)
+            # Closes the gate for every sender; the next acquire() waits it out.
+            self.throttle.back_off(delay)
 
-    def _send_once(self, case: Case, headers: dict[str, str], body: bytes) -> Exchange:
+    def _send_fresh_if_stale(self, case: Case, headers: dict[str, str], body: bytes) -> Exchange:
+        """One send; once more on a fresh connection if a reused one was dead on arrival.
+
+        A server may close an idle keep-alive connection at any time (llama-cpp-python
+        does after a 500): the next request written to it meets a reset or an end of
+        stream before any byte of an answer. That is not the request's fault, so it is
+        sent again on a new connection and the Exchange says so. A failure on a fresh
+        connection, or after the answer began, stays what it is: a finding.
+        """
+        exchange, stale = self._send_once(case, headers, body, self._http)
+        if not stale:
+            return exchange
+        self.throttle.reconnected()
+        first = exchange.transport_error
+        with self._new_http() as fresh:
+            exchange, _ = self._send_once(case, headers, body, fresh)
+        exchange.notes.append(
+            f"a reused keep-alive connection failed before any byte of the answer ({first}); "
+            "sent again once on a fresh connection"
+        )
+        return exchange
+
+    def _send_once(
+        self, case: Case, headers: dict[str, str], body: bytes, http: httpx.Client
+    ) -> tuple[Exchange, bool]:
+        """One request on ``http``; also whether it died unanswered on a reused connection."""
         exchange = Exchange(
             case=case, url=self.url, request_headers=self.redacted(headers), request_body=body
         )
-        self.requests_sent += 1
         limits = self.limits
+        connected: list[str] = []
+
+        def trace(event: str, info: dict[str, Any]) -> None:
+            if event.startswith("connection.connect_"):
+                connected.append(event)
+
+        stale = False
         start = time.perf_counter()
         try:
-            with self._http.stream("POST", self.url, content=body, headers=headers) as response:
+            with http.stream(
+                "POST", self.url, content=body, headers=headers, extensions={"trace": trace}
+            ) as response:
                 exchange.ttfb = time.perf_counter() - start
                 exchange.status = response.status_code
                 exchange.headers = Headers(
@@ -195,8 +274,9 @@ class Client:
             exchange.transport_error = f"cannot connect to {self.url}: {_reason(exc)}"
         except httpx.HTTPError as exc:
             exchange.transport_error = f"transport error from {self.url}: {_reason(exc)}"
+            stale = exchange.status is None and not connected and _dead_on_arrival(exc)
         exchange.elapsed = time.perf_counter() - start
-        return exchange
+        return exchange, stale
 
     def _scrub(self, exchange: Exchange) -> None:
         """Hide our secrets where a target echoes them back, so no report can show them.
@@ -216,48 +296,164 @@ class Client:
                 exchange.events = [
                     replace(ev, data=ev.data.replace(text, REDACTED)) for ev in exchange.events
                 ]
-            for name in ("transport_error", "stream_error", "sdk"):
+            for name in ("transport_error", "stream_error", "sdk", "notes"):
                 setattr(exchange, name, _without(getattr(exchange, name), text))
 
     def _read_body(self, response: httpx.Response, exchange: Exchange, start: float) -> None:
-        limits = self.limits
         is_sse = exchange.media_type == "text/event-stream"
         parser = SSEParser() if is_sse else None
         events = exchange.events = [] if is_sse else None
         kept: list[bytes] = []
         kept_size = 0
-        keep_limit = limits.transcript_bytes if is_sse else limits.max_bytes
+        keep_limit = self.limits.transcript_bytes if is_sse else self.limits.max_bytes
         total = 0
-        for chunk in response.iter_bytes():
-            now = time.perf_counter() - start
-            total += len(chunk)
-            if kept_size < keep_limit:
-                kept.append(chunk[: keep_limit - kept_size])
-                kept_size += len(kept[-1])
-            if parser is not None and events is not None:
-                events.extend(parser.feed(chunk, now))
-                if len(events) > limits.max_events:
-                    exchange.bound = "max-events"
-                    exchange.stream_error = f"bound hit: more than {limits.max_events} events"
+        try:
+            for chunk in _decoded(response, exchange):
+                now = time.perf_counter() - start
+                total += len(chunk)
+                if kept_size < keep_limit:
+                    kept.append(chunk[: keep_limit - kept_size])
+                    kept_size += len(kept[-1])
+                new_events = 0
+                if parser is not None and events is not None:
+                    fresh = parser.feed(chunk, now)
+                    events.extend(fresh)
+                    new_events = len(fresh)
+                hit = self._bound_hit(exchange, total, len(events or ()), now)
+                if hit is None and not self.throttle.reserve(
+                    len(chunk) + EVENT_OVERHEAD * new_events
+                ):
+                    held = self.limits.max_bytes_held
+                    hit = (
+                        "max-bytes-held",
+                        f"bound hit: the answers read at once held more than {held} bytes "
+                        "(this one and those of the other sends in flight)",
+                    )
+                if hit is not None:
+                    exchange.bound, exchange.stream_error = hit
                     break
-            if total > limits.max_bytes:
-                exchange.bound = "max-bytes"
-                exchange.stream_error = f"bound hit: body larger than {limits.max_bytes} bytes"
-                break
-            if now > limits.total:
-                exchange.bound = "total"
-                exchange.stream_error = f"bound hit: response took longer than {limits.total:g} s"
-                break
-        else:
-            if parser is not None:
-                exchange.stream_error = parser.close()
+            else:
+                if parser is not None:
+                    exchange.stream_error = parser.close()
+        except zlib.error as exc:
+            coding = _coding(exchange)
+            exchange.transport_error = f"the body is not valid {coding} ({exc}): cannot decode it"
         if parser is not None:
             exchange.invalid_utf8 = parser.invalid_utf8
         exchange.body = b"".join(kept)
 
+    def _bound_hit(
+        self, exchange: Exchange, size: int, events: int, now: float
+    ) -> tuple[str, str] | None:
+        """The bound of this exchange that its answer has passed, with its message."""
+        limits = self.limits
+        if events > limits.max_events:
+            return "max-events", f"bound hit: more than {limits.max_events} events"
+        if size > limits.max_bytes:
+            decoded = " once decoded" if _coding(exchange) else ""
+            return "max-bytes", f"bound hit: body larger than {limits.max_bytes} bytes{decoded}"
+        if now > limits.total:
+            return "total", f"bound hit: response took longer than {limits.total:g} s"
+        return None
+
+
+def _coding(exchange: Exchange) -> str:
+    """The response's Content-Encoding, lower case; "" for none or identity."""
+    coding = (exchange.headers.get("content-encoding") or "").strip().lower()
+    return "" if coding == "identity" else coding
+
+
+def _decoded(response: httpx.Response, exchange: Exchange) -> Iterator[bytes]:
+    """The body's bytes as a client sees them: decoded when the coding is one we asked for.
+
+    A coding we did not ask for (br, zstd, a chain) is left as sent, with a note: a
+    client that sent our Accept-Encoding could not read it either.
+    """
+    coding = _coding(exchange)
+    if coding and coding not in DECODABLE:
+        exchange.notes.append(
+            f"Content-Encoding {coding!r} was not asked for (Accept-Encoding: "
+            f"{ACCEPT_ENCODING}); the body is recorded as sent"
+        )
+    return decode_body(response.iter_raw(), coding)
+
+
+def decode_body(chunks: Iterable[bytes], content_encoding: str | None) -> Iterator[bytes]:
+    """``chunks`` of a body as sent, decoded for a ``Content-Encoding`` of gzip or deflate.
+
+    Pieces of at most DECODE_PIECE bytes, so a caller that counts them bounds a gzip
+    bomb; any other coding (or none) passes through unchanged. For every sender that
+    records raw bytes (the SDK's tee in sdk.py records them before httpx decodes).
+    Raises ``zlib.error`` on a corrupt body.
+    """
+    coding = (content_encoding or "").strip().lower()
+    if coding not in DECODABLE:
+        yield from chunks
+        return
+    decoder = _Inflater(coding)
+    for raw in chunks:
+        yield from decoder.feed(raw)
+
+
+class _Inflater:
+    """Incremental gzip/deflate decoding, at most DECODE_PIECE bytes produced per step.
+
+    ``zlib``'s ``max_length`` keeps what is not yet produced in the decoder (input in
+    ``unconsumed_tail``), so a few KB that inflate to gigabytes cost one piece at a time
+    and the caller's byte bound stops them.
+    """
+
+    def __init__(self, coding: str) -> None:
+        self.coding = coding
+        # deflate is the zlib format by the RFC; some servers send raw deflate: the first
+        # chunk tells (as curl and httpx do).
+        self._wbits = zlib.MAX_WBITS | 16 if coding != "deflate" else zlib.MAX_WBITS
+        self._obj = zlib.decompressobj(self._wbits)
+        self._first = True
+        self._done = False
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        if self._first and data:
+            self._first = False
+            if self.coding == "deflate" and not _zlib_header(data):
+                self._wbits = -zlib.MAX_WBITS
+                self._obj = zlib.decompressobj(self._wbits)
+        while data and not self._done:
+            out = self._obj.decompress(data, DECODE_PIECE)
+            if out:
+                yield out
+            data = self._obj.unconsumed_tail
+            # Output held back by max_length comes out with no further input.
+            while not data and len(out) == DECODE_PIECE:
+                out = self._obj.decompress(b"", DECODE_PIECE)
+                if out:
+                    yield out
+            if self._obj.eof:
+                data = self._obj.unused_data
+                if data.startswith(GZIP_MAGIC) and self._wbits > zlib.MAX_WBITS:
+                    # Concatenated gzip members are one body (RFC 1952).
+                    self._obj = zlib.decompressobj(self._wbits)
+                else:
+                    # What trails the end of the data is ignored, as clients do.
+                    self._done = True
+
+
+def _zlib_header(data: bytes) -> bool:
+    return len(data) >= 2 and data[0] & 0x0F == 8 and ((data[0] << 8) | data[1]) % 31 == 0
+
+
+def _dead_on_arrival(exc: httpx.HTTPError) -> bool:
+    """A reset or end of stream before any answer: what a stale keep-alive connection gives."""
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return "without sending a response" in str(exc)
+    return isinstance(exc, httpx.ReadError | httpx.WriteError)
+
 
 def retry_after(exchange: Exchange) -> float | None:
-    """Seconds to wait before retrying, when the target asked for a retry; else None."""
+    """Seconds to wait before retrying, when the target asked for a retry; else None.
+
+    ``Retry-After`` is delay-seconds or an HTTP-date (RFC 9110 section 10.2.3).
+    """
     if exchange.status not in RETRYABLE:
         return None
     value = exchange.headers.get("retry-after")
@@ -266,7 +462,14 @@ def retry_after(exchange: Exchange) -> float | None:
     try:
         return max(0.0, float(value))
     except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
         return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
 def _without(value: Any, secret: str) -> Any:

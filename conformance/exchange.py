@@ -73,6 +73,9 @@ class Exchange:
     invalid_utf8: bool = False
     # What the official openai SDK made of this answer (conformance/sdk.py), else None.
     sdk: dict[str, Any] | None = None
+    # What the client did about the exchange that a reader should know (e.g. a send
+    # repeated on a fresh connection after a stale keep-alive one failed).
+    notes: list[str] = field(default_factory=list)
     _json: Any = field(default=None, repr=False)
     _json_error: str | None = field(default=None, repr=False)
     _json_parsed: bool = field(default=False, repr=False)

@@ -6,13 +6,18 @@ and ``buffered``: the events came in one burst at the end although the stream la
 long enough to tell, which is what a buffering proxy, or a server that generates the
 whole completion before writing it, looks like to a client. A fast generation after a
 long prompt evaluation can look the same, which is one reason this is informational.
+
+Per run, ``latency_summary`` condenses those entries into percentiles (p50/p90/p99) of
+the time to first byte, the typical and the worst gap between events, and the total
+time, with the concurrency they were measured at (a target's latency under 8 requests
+in flight is not its latency under 1).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from conformance.exchange import Exchange, SSEEvent
@@ -67,3 +72,43 @@ def stream_latency(exchange: Exchange) -> dict[str, Any] | None:
         "total_s": _seconds(exchange.elapsed),
         "buffered": is_buffered(events),
     }
+
+
+#: The percentiles of a run's latency summary.
+SUMMARY_PERCENTILES = (50, 90, 99)
+#: Summary key -> the per-stream entry it is taken from.
+SUMMARY_FIELDS = {
+    "ttfb_s": "ttfb_s",
+    "first_event_s": "first_event_s",
+    "gap_s": "p50_gap_s",  # each stream's typical gap
+    "max_gap_s": "max_gap_s",  # each stream's worst gap
+    "total_s": "total_s",
+}
+
+
+def latency_summary(
+    entries: Iterable[Mapping[str, Any]], *, concurrency: int | None = None
+) -> dict[str, Any] | None:
+    """p50/p90/p99 over a run's ``stream_latency`` entries; None when there are none.
+
+    One value per stream for each field (nearest rank, so every figure is one that was
+    measured), e.g. ``{"streams": 20, "concurrency": 8, "buffered": 0,
+    "ttfb_s": {"p50": 0.012, "p90": 0.03, "p99": 0.05}, "gap_s": {...}, ...}``.
+    A field no stream had (a one-event stream has no gap) is None.
+    """
+    entries = list(entries)
+    if not entries:
+        return None
+    out: dict[str, Any] = {
+        "streams": len(entries),
+        "concurrency": concurrency,
+        "buffered": sum(1 for e in entries if e.get("buffered")),
+    }
+    for key, source in SUMMARY_FIELDS.items():
+        values = [float(e[source]) for e in entries if e.get(source) is not None]
+        out[key] = (
+            {f"p{q}": _seconds(percentile(values, q)) for q in SUMMARY_PERCENTILES}
+            if values
+            else None
+        )
+    return out

@@ -190,3 +190,69 @@ def redirect_to(location: str) -> Behaviour:
         conn.sendall(head("307 Temporary Redirect", Location=location, Content_Length=0))
 
     return behaviour
+
+
+# -- connection reuse and content coding ---------------------------------------------------
+
+
+def keep_alive_answer(status: str, body: bytes, **headers: str | int) -> bytes:
+    """A complete answer that leaves the connection open (no ``Connection: close``)."""
+    lines = [f"HTTP/1.1 {status}", "Content-Type: application/json", f"Content-Length: {len(body)}"]
+    lines += [f"{k.replace('_', '-')}: {v}" for k, v in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def close_after_one_answer(body: bytes, *, reset: bool = False) -> Behaviour:
+    """Answer the first request of a connection, keep it open, drop it at the next request.
+
+    What llama-cpp-python does after a 500, seen from the client: the connection looks
+    idle and reusable; the next request written to it gets nothing (FIN, or with
+    ``reset`` an RST) before any byte of an answer.
+    """
+
+    def behaviour(server: RawServer, conn: socket.socket, request: bytes) -> None:
+        conn.sendall(keep_alive_answer("200 OK", body))
+        if read_request(conn):  # the next request arrives: drop it unanswered
+            server.requests.append(b"dropped")
+            if reset:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    return behaviour
+
+
+def answer_then_reset_mid_body(body: bytes) -> Behaviour:
+    """Answer the first request; on the reused connection, begin an answer and reset."""
+
+    def behaviour(server: RawServer, conn: socket.socket, request: bytes) -> None:
+        conn.sendall(keep_alive_answer("200 OK", body))
+        if read_request(conn):
+            server.requests.append(b"second")
+            conn.sendall(head(Content_Length=1000) + b'{"id": "')
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    return behaviour
+
+
+def encoded(head_bytes: bytes, body: bytes) -> Behaviour:
+    """Send exactly ``head_bytes`` + ``body`` (a recorded or encoded answer)."""
+
+    def behaviour(server: RawServer, conn: socket.socket, request: bytes) -> None:
+        conn.sendall(head_bytes + body)
+
+    return behaviour
+
+
+class Servers(list[RawServer]):
+    """The servers a test started (``servers.start(behaviour)``), all stopped on exit."""
+
+    def start(self, behaviour: Behaviour) -> RawServer:
+        server = RawServer(behaviour).__enter__()
+        self.append(server)
+        return server
+
+    def __enter__(self) -> Servers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for server in self:
+            server.stop()

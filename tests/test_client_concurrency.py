@@ -1,0 +1,217 @@
+"""Client.send from a pool of threads: pacing, the shared back-off gate, the adaptive limit.
+
+The engine's ``--concurrency N`` runs a thread pool over ``Client.send``; these tests do
+the same against raw-socket servers on 127.0.0.1 (one thread per connection), one of
+which rate-limits by concurrency the way real gateways do: more than K requests at once
+and the rest get 429 with Retry-After.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from hostile_servers import MIB, RawServer, Servers, endless_sse, respond
+from support import API_KEY, case
+
+from conformance.client import Client, Limits, Pacer, RetryPolicy
+from conformance.exchange import Exchange
+from conformance.throttle import Throttle
+
+LIMITS = Limits(ttfb=5.0, gap=2.0, total=5.0)
+OK = b'{"id": "cmpl-1", "object": "text_completion", "choices": []}'
+LIMITED = b'{"error": {"message": "too many requests", "type": "rate_limit"}}'
+
+
+class ConcurrencyLimited:
+    """A behaviour: at most ``allowed`` requests served at once, the others get 429.
+
+    Served requests take ``hold`` seconds. Counts what it saw: the most requests in
+    flight at once, how many were refused, and when each arrived.
+    """
+
+    def __init__(self, allowed: int, *, hold: float = 0.03, retry_after: str = "0.05") -> None:
+        self.allowed = allowed
+        self.hold = hold
+        self.ok = respond("200 OK", OK)
+        self.refuse = respond("429 Too Many Requests", LIMITED, Retry_After=retry_after)
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.peak = 0
+        self.refused = 0
+        self.arrivals: list[float] = []
+
+    def __call__(self, server: RawServer, conn: object, request: bytes) -> None:
+        with self.lock:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+            self.arrivals.append(time.monotonic())
+            busy = self.in_flight > self.allowed
+            self.refused += busy
+        try:
+            if busy:
+                self.refuse(server, conn, request)  # type: ignore[arg-type]
+            else:
+                server.stopping.wait(self.hold)
+                self.ok(server, conn, request)  # type: ignore[arg-type]
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+
+@pytest.fixture
+def serve() -> Iterator[Servers]:
+    with Servers() as servers:
+        yield servers
+
+
+def pooled(client: Client, sends: int, threads: int) -> list[Exchange]:
+    """``sends`` cases through ``client`` from ``threads`` threads, as the engine does."""
+    with ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(lambda _: client.send(case()), range(sends)))
+
+
+def test_concurrency_adapts_down_to_what_the_target_accepts(serve: Servers) -> None:
+    """8 threads, a target that serves 2 at once: every request ends 200, the limit went down."""
+    behaviour = ConcurrencyLimited(allowed=2)
+    server = serve.start(behaviour)
+    client = Client(server.url, api_key=API_KEY, limits=LIMITS, concurrency=8)
+    try:
+        exchanges = pooled(client, 40, threads=8)
+    finally:
+        client.close()
+    stats = client.stats
+    assert [ex.status for ex in exchanges] == [200] * 40
+    assert stats.min_concurrency_limit <= 2 < stats.concurrency == 8
+    assert stats.retries == behaviour.refused == sum(ex.retries for ex in exchanges) > 0
+    assert stats.requests_sent == len(server.requests) == 40 + stats.retries
+    assert stats.peak_in_flight <= 8 and stats.rate_limited == behaviour.refused
+    # Backing off together: far fewer refusals than requests (each thread hammering
+    # until it heard its own 429 would refuse most of them, and exhaust retries).
+    assert behaviour.refused <= 24, behaviour.refused  # ~15 here; ~110 without
+
+
+def test_pacing_holds_across_threads(serve: Servers) -> None:
+    """--rps 40 from 8 threads: 16 starts span at least 15/40 s at the target."""
+    behaviour = ConcurrencyLimited(allowed=100, hold=0.0)
+    server = serve.start(behaviour)
+    client = Client(server.url, api_key=API_KEY, limits=LIMITS, pacer=Pacer(40), concurrency=8)
+    try:
+        exchanges = pooled(client, 16, threads=8)
+    finally:
+        client.close()
+    assert [ex.status for ex in exchanges] == [200] * 16
+    arrivals = sorted(behaviour.arrivals)
+    assert arrivals[-1] - arrivals[0] >= 15 / 40 - 0.01  # the clocks' granularity
+    assert client.stats.peak_in_flight >= 1
+
+
+def test_limit_that_never_clears_ends_in_429s_within_the_retry_policy(
+    serve: Servers,
+) -> None:
+    """Every answer 429: each send gives up after max_retries, none hangs (no verdict)."""
+    behaviour = ConcurrencyLimited(allowed=0, retry_after="0.01")
+    server = serve.start(behaviour)
+    retry = RetryPolicy(max_retries=3, max_wait=1.0)
+    client = Client(server.url, api_key=API_KEY, limits=LIMITS, retry=retry, concurrency=4)
+    try:
+        exchanges = pooled(client, 8, threads=4)
+    finally:
+        client.close()
+    assert [(ex.status, ex.retries) for ex in exchanges] == [(429, 3)] * 8
+    assert client.stats.retries == 24 and client.stats.min_concurrency_limit == 1
+
+
+def test_retry_after_beyond_the_policy_does_not_hold_the_others(serve: Servers) -> None:
+    """A 429 the policy will not wait out (60 s > 30 s) closes no gate: the run ends fast."""
+    behaviour = ConcurrencyLimited(allowed=0, retry_after="60")
+    server = serve.start(behaviour)
+    client = Client(server.url, api_key=API_KEY, limits=LIMITS, concurrency=4)
+    began = time.monotonic()
+    try:
+        exchanges = pooled(client, 8, threads=4)
+    finally:
+        client.close()
+    assert [(ex.status, ex.retries) for ex in exchanges] == [(429, 0)] * 8
+    assert time.monotonic() - began < 2.0
+
+
+# -- the throttle itself -----------------------------------------------------------------------
+
+
+def test_gate_holds_every_sender_until_it_reopens() -> None:
+    throttle = Throttle(4, Pacer(None))
+    began = time.monotonic()
+    throttle.back_off(0.15)
+    with ThreadPoolExecutor(4) as pool:
+        started = list(pool.map(lambda _: throttle.acquire(), range(4)))
+    assert min(started) - began >= 0.15
+    assert throttle.stats().retries == 1
+
+
+def test_limit_bounds_what_is_in_flight() -> None:
+    throttle = Throttle(2, Pacer(None))
+    first, _ = throttle.acquire(), throttle.acquire()
+    third = threading.Thread(target=throttle.acquire)
+    third.start()
+    third.join(0.1)
+    assert third.is_alive()  # waits for a slot
+    throttle.release(first, rate_limited=False)
+    third.join(1.0)
+    assert not third.is_alive() and throttle.stats().peak_in_flight == 2
+
+
+def test_limit_halves_once_per_window_and_grows_back_by_one() -> None:
+    throttle = Throttle(8, Pacer(None))
+    tickets = [throttle.acquire() for _ in range(8)]
+    for ticket in tickets:  # all eight refused: they all started before the cut
+        throttle.release(ticket, rate_limited=True)
+    assert throttle.stats().concurrency_limit == 4
+    ticket = throttle.acquire()  # started after the cut: a new window
+    throttle.release(ticket, rate_limited=True)
+    assert throttle.stats().concurrency_limit == 2
+    for _ in range(2):  # `limit` successes in a row: one more
+        throttle.release(throttle.acquire(), rate_limited=False)
+    stats = throttle.stats()
+    assert (stats.concurrency_limit, stats.min_concurrency_limit, stats.rate_limited) == (3, 2, 9)
+
+
+# -- the memory held by answers read at once ---------------------------------------------------
+
+
+def endless_streams(threads: int, sends: int, limits: Limits) -> tuple[list[Exchange], Client]:
+    server = RawServer(endless_sse).__enter__()
+    client = Client(server.url, api_key=API_KEY, limits=limits, concurrency=threads)
+    try:
+        with ThreadPoolExecutor(threads) as pool:
+            exchanges = list(pool.map(lambda _: client.send(case(stream=True)), range(sends)))
+    finally:
+        client.close()
+        server.stop()
+    return exchanges, client
+
+
+def test_answers_read_at_once_share_one_memory_budget() -> None:
+    """8 endless streams at once, 1 MiB each allowed, 3 MiB for all: the budget ends them."""
+    limits = Limits(ttfb=5.0, gap=2.0, total=5.0, max_bytes=MIB, max_events=10**6,
+                    max_bytes_held=3 * MIB)  # fmt: skip
+    exchanges, client = endless_streams(8, 8, limits)
+    assert {ex.bound for ex in exchanges} <= {"max-bytes", "max-bytes-held"}
+    assert "max-bytes-held" in {ex.bound for ex in exchanges}
+    held = sum(sum(len(e.data) for e in ex.events or []) for ex in exchanges)
+    assert held <= 3 * MIB, held  # the event data alone; the budget counts its objects too
+    assert client.stats.peak_in_flight > 1
+
+
+def test_serial_sends_never_meet_the_shared_budget() -> None:
+    """One at a time, each answer is let go at the next send: only its own bound ends it.
+
+    (The budget counts memory: an event costs its bytes plus its objects, ~3.7x here.)
+    """
+    limits = Limits(ttfb=5.0, gap=2.0, total=5.0, max_bytes=MIB, max_events=10**6,
+                    max_bytes_held=8 * MIB)  # fmt: skip
+    exchanges, _ = endless_streams(1, 4, limits)
+    assert [ex.bound for ex in exchanges] == ["max-bytes"] * 4
