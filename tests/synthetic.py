@@ -39,17 +39,20 @@ def _logprobs(tokens: list[str], k: int, start: int) -> dict[str, Any]:
     }
 
 
+def _generated(case: Case, words: list[str] | None) -> tuple[list[str], bool]:
+    """The tokens generated for each choice, and whether a stop sequence ended them."""
+    generated = (words if words is not None else WORDS)[: case.body.get("max_tokens", 16)]
+    stop = case.body.get("stop") or []
+    cut = [i for i, w in enumerate(generated) if w in stop]
+    return (generated[: cut[0]], True) if cut else (generated, False)
+
+
 def choices_for(
     case: Case, words: list[str] | None = None, omit_null: bool = False
 ) -> list[dict[str, Any]]:
     body = case.body
     limit = body.get("max_tokens", 16)
-    generated = (words if words is not None else WORDS)[:limit]
-    stop = body.get("stop") or []
-    cut = [i for i, w in enumerate(generated) if w in stop]
-    stopped = bool(cut)
-    if cut:
-        generated = generated[: cut[0]]
+    generated, stopped = _generated(case, words)
     k = body.get("logprobs")
     out = []
     for i in range(len(case.prompts) * case.n):
@@ -72,11 +75,10 @@ def choices_for(
     return out
 
 
-def usage_for(case: Case, choices: list[dict[str, Any]]) -> dict[str, int]:
-    limit = case.body.get("max_tokens", 16)
-    done = min(limit, len(WORDS)) * len(choices)
-    if case.body.get("stop"):
-        done = sum(len(c["text"].split()) for c in choices)
+def usage_for(
+    case: Case, choices: list[dict[str, Any]], words: list[str] | None = None
+) -> dict[str, int]:
+    done = len(_generated(case, words)[0]) * len(choices)
     prompt = sum(len(p) if isinstance(p, list) else 2 for p in case.prompts)
     return {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
 
@@ -91,7 +93,7 @@ def completion_for(
         "created": CREATED,
         "model": MODEL,
         "choices": choices,
-        "usage": usage_for(case, choices),
+        "usage": usage_for(case, choices, words),
     }
 
 
@@ -104,7 +106,7 @@ def chunks_for(
     chunks = [{**head, "choices": [c]} for c in choices]
     options = case.body.get("stream_options") or {}
     if options.get("include_usage"):
-        chunks.append({**head, "choices": [], "usage": usage_for(case, choices)})
+        chunks.append({**head, "choices": [], "usage": usage_for(case, choices, words)})
     return chunks
 
 
