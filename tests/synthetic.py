@@ -118,7 +118,9 @@ def body_exchange(case: Case, body: Any, status: int = 200, raw: bytes | None = 
         request_headers={},
         request_body=json.dumps(case.body).encode(),
         status=status,
-        headers=Headers([("content-type", "application/json"), ("x-request-id", "r1"), ("inference-id", "r1")]),
+        headers=Headers(
+            [("content-type", "application/json"), ("x-request-id", "r1"), ("inference-id", "r1")]
+        ),
         body=data,
     )
 
@@ -135,7 +137,9 @@ def stream_exchange(case: Case, payloads: list[Any], *, done: bool = True) -> Ex
         request_headers={},
         request_body=json.dumps(case.body).encode(),
         status=200,
-        headers=Headers([("content-type", "text/event-stream"), ("x-request-id", "r1"), ("inference-id", "r1")]),
+        headers=Headers(
+            [("content-type", "text/event-stream"), ("x-request-id", "r1"), ("inference-id", "r1")]
+        ),
         body=b"".join(b"data: " + d.encode() + b"\n\n" for d in datas),
         events=events,
     )

@@ -58,7 +58,11 @@ def test_every_requirement_names_its_evidence_and_level_follows_it() -> None:
 def test_a_server_habit_cannot_be_registered_as_must() -> None:
     with pytest.raises(ValueError, match="MUST needs"):
         requirement(
-            "X-HABIT", level=Level.MUST, area="schema", statement="s", source="s",
+            "X-HABIT",
+            level=Level.MUST,
+            area="schema",
+            statement="s",
+            source="s",
             evidence="server-habit",
         )
 
@@ -146,8 +150,10 @@ def test_error_null_in_a_chunk_is_not_an_error_event() -> None:
     assert "STREAM-ERROR-EVENT" in failed(judge(AIHUBMIX, stream_exchange(case, chunks)))
 
 
-ENVELOPE = b'{"error": {"message": "no such model", "type": "invalid_request_error", ' \
+ENVELOPE = (
+    b'{"error": {"message": "no such model", "type": "invalid_request_error", '
     b'"param": null, "code": "model_not_found"}}'
+)
 
 
 @pytest.mark.parametrize(
@@ -195,7 +201,9 @@ def test_prompt_tokens_plausible_for_the_prompt() -> None:
     short["usage"].update(prompt_tokens=2, total_tokens=2 + short["usage"]["completion_tokens"])
     assert failed(body_findings(token_prompt, short)) == {"USAGE-PROMPT-TOKENS"}
     huge = completion_for(req())
-    huge["usage"].update(prompt_tokens=10_000, total_tokens=10_000 + huge["usage"]["completion_tokens"])
+    huge["usage"].update(
+        prompt_tokens=10_000, total_tokens=10_000 + huge["usage"]["completion_tokens"]
+    )
     assert failed(body_findings(req(), huge)) == {"USAGE-PROMPT-TOKENS"}
 
 
@@ -221,7 +229,9 @@ def test_completion_tokens_at_least_what_the_choices_show() -> None:
     assert "at least 8" in findings["USAGE-COMPLETION-TOKENS"].message
     streamed = req(stream=True, **USAGE)
     chunks = chunks_for(streamed)
-    chunks[-1]["usage"].update(completion_tokens=0, total_tokens=chunks[-1]["usage"]["prompt_tokens"])
+    chunks[-1]["usage"].update(
+        completion_tokens=0, total_tokens=chunks[-1]["usage"]["prompt_tokens"]
+    )
     assert failed(judge(AIHUBMIX, stream_exchange(streamed, chunks))) == {"USAGE-COMPLETION-TOKENS"}
 
 

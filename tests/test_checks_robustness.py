@@ -57,7 +57,9 @@ scalars = st.one_of(
 )
 values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 
@@ -134,9 +136,7 @@ def _with_sdk_view(exchange: Exchange, body: dict[str, Any]) -> Exchange:
     return exchange
 
 
-FAST = settings(
-    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+FAST = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @FAST

@@ -27,7 +27,7 @@ STREAM = req(stream=True, stream_options={"include_usage": True})
 
 
 class Gzipping(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         if body.get("stream"):
             events = [f"data: {json.dumps(c)}\n\n" for c in chunks_for(STREAM)]

@@ -300,7 +300,9 @@ def logprobs_tokens_text(ctx: Context) -> None:
         tokens, text = arrays(lp).get("tokens"), choice.get("text")
         if not isinstance(text, str) or tokens is None:
             continue  # RESP-CHOICE-TEXT / LOGPROBS-SHAPE report these
-        if not all(isinstance(t, str) for t in tokens) or any(t.startswith("bytes:") for t in tokens):
+        if not all(isinstance(t, str) for t in tokens) or any(
+            t.startswith("bytes:") for t in tokens
+        ):
             continue
         if unrendered_end(choice, tokens):
             tokens = tokens[:-1]

@@ -160,9 +160,11 @@ def choice_text(ctx: Context) -> None:
     "omitted rather than sent as null.",
     source="spec: OpenAPI 3.0 types without nullable (erratum nscale-null-fields)",
     evidence="spec-schema",
-    scope=lambda spec: None
-    if _erratum(spec, NULL_FIELDS_ERRATUM)
-    else "the spec lets these fields be null (or its errata are off)",
+    scope=lambda spec: (
+        None
+        if _erratum(spec, NULL_FIELDS_ERRATUM)
+        else "the spec lets these fields be null (or its errata are off)"
+    ),
     applies=lambda ctx: completion(ctx) and _erratum(ctx.spec, NULL_FIELDS_ERRATUM),
 )
 def null_fields(ctx: Context) -> None:

@@ -168,8 +168,7 @@ def overrun(ctx: Context, ans: Answer) -> Violation | None:
             part = completion_part(ctx, choice)
             if part:
                 return Violation(
-                    f"max_tokens=0 but {name} generated {len(part)} characters: "
-                    f"{part[:40]!r}",
+                    f"max_tokens=0 but {name} generated {len(part)} characters: {part[:40]!r}",
                     path=f"{path_of(name)}.text",
                     expected="" if not echoed(ctx) else "the prompt alone",
                     actual=choice.get("text"),
@@ -372,8 +371,7 @@ def undercount(ctx: Context, ans: Answer) -> Violation | None:
     if done >= seen:
         return None
     return Violation(
-        f"completion_tokens is {done}, but the choices visibly generated at least {seen} "
-        "token(s)",
+        f"completion_tokens is {done}, but the choices visibly generated at least {seen} token(s)",
         path="usage.completion_tokens",
         expected=f">= {seen}",
         actual=done,
@@ -403,7 +401,7 @@ def usage_max_tokens(ctx: Context, ans: Answer) -> None:
     "STREAM-FINISH-LENGTH",
     level=MUST,
     statement='A choice that generated max_tokens tokens finishes with "length", and one '
-    'that generated fewer does not (measured where logprobs or a one-choice usage show the '
+    "that generated fewer does not (measured where logprobs or a one-choice usage show the "
     "count, and for max_tokens 0).",
     source="spec: finish_reason (`length` if the maximum number of tokens specified in the "
     "request was reached)",
@@ -446,8 +444,7 @@ def finish_length(ctx: Context, ans: Answer) -> None:
             )
         if reason == "length" and count is not None and count < limit:
             raise Violation(
-                f'{name} finished with "length" after {count} token(s), below max_tokens='
-                f"{limit}",
+                f'{name} finished with "length" after {count} token(s), below max_tokens={limit}',
                 path=where,
                 actual=reason,
             )

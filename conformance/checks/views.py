@@ -290,7 +290,9 @@ def in_both_modes(
 
             check.__module__ = rule.__module__
             check.__qualname__ = f"{rule.__qualname__}[{rid}]"
-            stated = statement if rid == body_id else f"Streamed: {statement[0].lower()}{statement[1:]}"
+            stated = (
+                statement if rid == body_id else f"Streamed: {statement[0].lower()}{statement[1:]}"
+            )
             requirement(
                 rid,
                 level=level,
