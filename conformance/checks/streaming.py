@@ -35,11 +35,8 @@ from conformance.checks.logprobs import (
     check_values,
     requested_logprobs,
 )
-from conformance.checks.semantics import (
-    check_finish_enum,
-    check_usage_total,
-    declared_finish_reasons,
-)
+from conformance.checks.semantics import check_finish_enum, declared_finish_reasons
+from conformance.checks.tokens import check_usage_total
 from conformance.checks.views import (
     answer,
     assemble,
