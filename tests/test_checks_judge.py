@@ -346,3 +346,18 @@ def test_finish_outside_the_enum_is_not_also_a_wrong_length_finish() -> None:
     body = copy.deepcopy(completion_for(case))
     body["choices"][0]["finish_reason"] = "eos_token"
     assert must_failures(body_findings(case, body)) == {"FINISH-ENUM", "RESP-SCHEMA"}
+
+
+@pytest.mark.parametrize(
+    ("kind", "rid"),
+    [("prompt", "USAGE-PROMPT-TOKENS"), ("completion", "USAGE-COMPLETION-TOKENS")],
+)
+def test_usage_breakdown_cannot_exceed_its_total(kind: str, rid: str) -> None:
+    body = completion_for(req())
+    key = "cached_tokens" if kind == "prompt" else "reasoning_tokens"
+    body["usage"][f"{kind}_tokens_details"] = {key: 0}
+    assert failed(body_findings(req(), body)) == set()
+    body["usage"][f"{kind}_tokens_details"] = {key: 1000}
+    findings = body_findings(req(), body)
+    assert failed(findings) == {rid}
+    assert "cannot exceed its total" in findings[rid].message

@@ -160,7 +160,7 @@ def _prompt_span(prompt: Any) -> tuple[int, int] | None:
     statement="usage.prompt_tokens is plausible for the prompts sent (a non-empty prompt "
     "counts at least one token, a token-array prompt at least its length, no prompt more "
     "than its UTF-8 bytes plus special tokens), and the same request counts the same prompt "
-    "tokens streamed and not.",
+    "tokens streamed and not; prompt_tokens_details parts are at most prompt_tokens.",
     source=USAGE_TEXT + ".prompt_tokens (Number of tokens in the prompt)",
     evidence="spec-text",
     applies=_has_usage,
@@ -170,6 +170,7 @@ def usage_prompt_tokens(ctx: Context) -> None:
     counted = usage.get("prompt_tokens")
     if not is_int(counted):
         return  # USAGE-TOTAL / STREAM-USAGE report a count that is not an integer
+    check_breakdown(usage, "prompt")
     spans = [_prompt_span(p) for p in ctx.case.prompts]
     if all(s is not None for s in spans):
         low = sum(s[0] for s in spans if s)
@@ -207,15 +208,33 @@ def usage_prompt_tokens(ctx: Context) -> None:
     level=MUST,
     area="semantics",
     statement="usage.completion_tokens is at least what the choices visibly generated: "
-    "their logprobs tokens, and one token per choice with generated text (both modes).",
+    "their logprobs tokens, and one token per choice with generated text (both modes); "
+    "completion_tokens_details parts are at most completion_tokens.",
     source=USAGE_TEXT + ".completion_tokens (Number of tokens in the generated completion)",
     evidence="spec-text",
     applies=_has_usage,
 )
 def usage_completion_tokens(ctx: Context) -> None:
+    check_breakdown(answer(ctx).usage or {}, "completion")
     problem = undercount(ctx, answer(ctx))
     if problem is not None:
         raise problem
+
+
+def check_breakdown(usage: dict[str, Any], kind: str) -> None:
+    """Each part of ``<kind>_tokens_details`` is a count no larger than the whole."""
+    whole, details = usage.get(f"{kind}_tokens"), usage.get(f"{kind}_tokens_details")
+    if not is_int(whole) or not isinstance(details, dict):
+        return
+    for key, part in details.items():
+        if is_int(part) and not 0 <= part <= whole:
+            raise Violation(
+                f"usage.{kind}_tokens_details.{key} is {part}, outside 0..{kind}_tokens "
+                f"({whole}): a breakdown cannot exceed its total",
+                path=f"usage.{kind}_tokens_details.{key}",
+                expected=f"0..{whole}",
+                actual=part,
+            )
 
 
 def visible_tokens(ctx: Context, ans: Answer) -> int:
