@@ -3,10 +3,27 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from conformance.case import Case
+
+T = TypeVar("T")
+
+
+def _no_constant(name: str) -> Any:
+    # Python's json accepts NaN, Infinity and -Infinity; JSON (RFC 8259) does not, and
+    # strict parsers (Go, Rust, Java, JavaScript's JSON.parse) fail on them.
+    raise ValueError(f"{name} is not a JSON number (RFC 8259); strict JSON parsers fail on it")
+
+
+def strict_json(text: str) -> Any:
+    """Parse ``text`` as RFC 8259 JSON: ValueError on NaN/Infinity or too deep nesting."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply to parse") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +93,8 @@ class Exchange:
     # What the client did about the exchange that a reader should know (e.g. a send
     # repeated on a fresh connection after a stale keep-alive one failed).
     notes: list[str] = field(default_factory=list)
+    #: Views derived from this exchange by the checks, built once (see ``view``).
+    derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     _json: Any = field(default=None, repr=False)
     _json_error: str | None = field(default=None, repr=False)
     _json_parsed: bool = field(default=False, repr=False)
@@ -103,7 +122,7 @@ class Exchange:
             return
         self._json_parsed = True
         try:
-            self._json = json.loads(self.body.decode("utf-8"))
+            self._json = strict_json(self.body.decode("utf-8"))
         except UnicodeDecodeError as exc:
             self._json_error = f"body is not valid UTF-8 ({exc.reason} at byte {exc.start})"
         except ValueError as exc:
@@ -120,6 +139,17 @@ class Exchange:
         self._parse()
         return self._json_error
 
+    def view(self, key: str, build: Callable[[Exchange], T]) -> T:
+        """The view ``key`` of this exchange, built by ``build`` on first use.
+
+        Every requirement judging a stream reads the same parsed view of it; the cache
+        lives and dies with the exchange, so no module keeps state between exchanges.
+        """
+        if key not in self.derived:
+            self.derived[key] = build(self)
+        value: T = self.derived[key]
+        return value
+
     def event_payloads(self) -> list[tuple[SSEEvent, Any, str | None]]:
         """Each data event other than ``[DONE]``, with its JSON and the parse problem."""
         out: list[tuple[SSEEvent, Any, str | None]] = []
@@ -127,7 +157,7 @@ class Exchange:
             if ev.data == "[DONE]":
                 continue
             try:
-                out.append((ev, json.loads(ev.data), None))
+                out.append((ev, strict_json(ev.data), None))
             except ValueError as exc:
                 out.append((ev, None, f"data is not JSON ({exc})"))
         return out

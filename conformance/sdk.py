@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -39,6 +40,32 @@ class BoundHit(Exception):
     """The answer outgrew the suite's limits while the SDK read it."""
 
 
+class ContentDecoder:
+    """Undo the Content-Encoding the target chose, chunk by chunk, as the SDK's client does.
+
+    The transport sees the bytes as sent; the Exchange must hold what the SDK read (a
+    gzipped JSON body is legal when the request's Accept-Encoding allowed it). Codings
+    other than gzip and deflate are kept as sent.
+    """
+
+    def __init__(self, coding: str) -> None:
+        coding = coding.strip().lower()
+        self.inner: Any = None
+        if coding in ("gzip", "x-gzip"):
+            self.inner = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif coding == "deflate":
+            self.inner = zlib.decompressobj()
+
+    def feed(self, chunk: bytes) -> bytes:
+        if self.inner is None:
+            return chunk
+        try:
+            return bytes(self.inner.decompress(chunk))
+        except zlib.error:
+            self.inner = None  # not what the header says: keep the bytes as sent
+            return chunk
+
+
 def _tee_transport(
     http: Any, record: list[tuple[float, bytes]], start: list[float], limits: Limits, hit: list[str]
 ) -> Any:
@@ -49,18 +76,21 @@ def _tee_transport(
     """
 
     class TeeStream(http.SyncByteStream):  # type: ignore[misc]
-        def __init__(self, inner: Any) -> None:
+        def __init__(self, inner: Any, coding: str) -> None:
             self.inner = inner
+            self.decoder = ContentDecoder(coding)
 
         def __iter__(self) -> Iterator[bytes]:
             size = 0
             for chunk in self.inner:
                 at = time.perf_counter() - start[0]
-                size += len(chunk)
+                decoded = self.decoder.feed(chunk)
+                size += len(decoded)  # decoded: a small gzip may unpack to a huge body
                 if size > limits.max_bytes or at > limits.total:
                     hit.append("max-bytes" if size > limits.max_bytes else "total")
                     raise BoundHit(hit[-1])
-                record.append((at, chunk))
+                if decoded:
+                    record.append((at, decoded))
                 yield chunk
 
         def close(self) -> None:
@@ -73,10 +103,13 @@ def _tee_transport(
         def handle_request(self, request: Any) -> Any:
             start[0] = time.perf_counter()
             response = self.inner.handle_request(request)
+            coding = response.headers.get("content-encoding", "")
+            # Multiple codings ("gzip, br") are rare; the last one is undone first.
+            coding = coding.split(",")[-1] if coding else ""
             return http.Response(
                 response.status_code,
                 headers=response.headers,
-                stream=TeeStream(response.stream),
+                stream=TeeStream(response.stream, coding),
                 extensions=response.extensions,
                 request=request,
             )

@@ -28,7 +28,7 @@ def _cell(text: str) -> str:
 
 
 def render_catalogue() -> str:
-    """Every registered requirement (ID, level, area, statement, source), grouped by area."""
+    """Every registered requirement (ID, level, evidence, statement, source), by area."""
     load_checks()
     requirements: list[Requirement] = list(REGISTRY.values())
     levels = Counter(r.level.value for r in requirements)
@@ -42,16 +42,22 @@ def render_catalogue() -> str:
         + ". A MUST failure fails the run; a SHOULD failure fails it only with `--strict-should`; "
         "a CAPABILITY the target declines with a proper 4xx is not a failure "
         '(see DESIGN.md, "Requirement levels"). IDs are stable: reports, baselines and '
-        "`--checks` / `--skip-checks` refer to them.",
+        "`--checks` / `--skip-checks` refer to them. Evidence: spec-schema, spec-text, "
+        "client-visible (the openai SDK or a common client breaks) or server-habit (what "
+        "OpenAI happens to do; never a MUST).",
     ]
     for area in areas_of(r.area for r in requirements):
         in_area = sorted((r for r in requirements if r.area == area), key=lambda r: r.id)
         if not in_area:
             continue
         lines += ["", f"## {area} ({len(in_area)})", ""]
-        lines += ["| ID | Level | Statement | Source |", "|---|---|---|---|"]
         lines += [
-            f"| `{r.id}` | {r.level.value} | {_cell(r.statement)} | {_cell(r.source)} |"
+            "| ID | Level | Evidence | Statement | Source |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| `{r.id}` | {r.level.value} | {getattr(r, 'evidence', '') or '-'} | "
+            f"{_cell(r.statement)} | {_cell(r.source)} |"
             for r in in_area
         ]
     return "\n".join(lines) + "\n"

@@ -76,7 +76,7 @@ MESSAGES = {
     "ERROR-ENVELOPE": "error envelope",
     "ERROR-CONTENT-TYPE": "text/plain",
     "AUTH-REQUIRED": "expected 401",
-    "MODEL-NOT-FOUND": "expected 404",
+    "MODEL-NOT-FOUND": "was served",
     "INVALID-REJECTED": "answered 200",
     "REQUEST-ID-HEADER": "no X-Request-Id header",
     "RESP-HEADERS-REQUIRED": "INFERENCE-ID",

@@ -1,3 +1,11 @@
 """Check modules, one per area; importing this package registers every requirement."""
 
-from conformance.checks import errors, response, sdk, semantics, streaming  # noqa: F401
+from conformance.checks import (  # noqa: F401  (registers on import)
+    errors,
+    logprobs,
+    response,
+    sdk,
+    semantics,
+    streaming,
+    tokens,
+)

@@ -1,11 +1,15 @@
-"""Predicates and small helpers shared by the check modules."""
+"""Predicates, scopes and small helpers shared by the check modules."""
 
 from __future__ import annotations
 
-import time
-from typing import Any, TypeGuard
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from conformance.requirements import Context, Violation
+
+if TYPE_CHECKING:
+    from conformance.spec import Spec
 
 # The earliest plausible `created`: before it, the value is not a Unix time in seconds.
 EARLIEST_CREATED = 1_577_836_800  # 2020-01-01T00:00:00Z
@@ -30,9 +34,9 @@ def streamed_200(ctx: Context) -> bool:
     return ctx.exchange.status == 200 and ctx.case.stream and ctx.case.mode != "invalid"
 
 
-def choices_of(body: dict[str, Any]) -> list[dict[str, Any]]:
+def choices_of(body: Any) -> list[dict[str, Any]]:
     """The choice objects of a body, skipping anything that is not an object."""
-    choices = body.get("choices")
+    choices = body.get("choices") if isinstance(body, dict) else None
     if not isinstance(choices, list):
         return []
     return [c for c in choices if isinstance(c, dict)]
@@ -42,23 +46,58 @@ def is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_object(body: dict[str, Any]) -> None:
+def is_number(value: Any) -> TypeGuard[int | float]:
+    """A finite JSON number (not a bool, not NaN or an infinity)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return not isinstance(value, float) or math.isfinite(value)
+
+
+def list_or_none(value: Any) -> list[Any] | None:
+    return value if isinstance(value, list) else None
+
+
+def media_matches(media_type: str, declared: tuple[str, ...]) -> bool:
+    """Declared media types match with or without their parameters (erratum nscale-charset)."""
+    return any(media_type == d.split(";", 1)[0].strip().lower() for d in declared)
+
+
+def declares(*params: str) -> Callable[[Spec], str | None]:
+    """A requirement scope: not applicable when the spec declares none of ``params``."""
+
+    def scope(spec: Spec) -> str | None:
+        if any(p in spec.request_properties for p in params):
+            return None
+        return f"the spec declares no {' or '.join(params)} request parameter"
+
+    return scope
+
+
+def check_object(body: dict[str, Any], where: str = "") -> None:
     if body.get("object") != "text_completion":
-        raise Violation(f'object is {body.get("object")!r}, expected "text_completion"')
+        raise Violation(
+            f'{where}object is {body.get("object")!r}, expected "text_completion"',
+            path=f"{where}object",
+            expected="text_completion",
+            actual=body.get("object"),
+        )
 
 
-def check_created(body: dict[str, Any], now: float | None = None) -> None:
+def check_created(body: dict[str, Any], now: float, where: str = "") -> None:
     created = body.get("created")
+    path = f"{where}created"
     if not is_int(created):
-        raise Violation(f"created is {created!r}, not an integer Unix time")
-    latest = (now or time.time()) + 86_400
+        raise Violation(f"{path} is {created!r}, not an integer Unix time", path=path)
+    latest = now + 86_400
     if created > latest * 100:
-        raise Violation(f"created is {created}: milliseconds, not seconds")
+        raise Violation(f"{path} is {created}: milliseconds, not seconds", path=path)
     if not EARLIEST_CREATED <= created <= latest:
-        raise Violation(f"created is {created}: not a plausible Unix time in seconds")
+        raise Violation(f"{path} is {created}: not a plausible Unix time in seconds", path=path)
 
 
-def check_id(body: dict[str, Any]) -> None:
+def check_id(body: dict[str, Any], where: str = "") -> None:
     value = body.get("id")
     if not isinstance(value, str) or not value.strip():
-        raise Violation(f"id is {value!r}, expected a non-empty string")
+        raise Violation(
+            f"{where}id is {value!r}, expected a non-empty string", path=f"{where}id", actual=value
+        )

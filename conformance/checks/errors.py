@@ -1,5 +1,9 @@
 """Error answers, credentials and request ids: the envelope, its media type, 401s and 404s.
 
+A 5xx is the finding of the requirement for the request's kind (VALID-NO-5XX,
+INVALID-REJECTED, AUTH-REQUIRED, MODEL-NOT-FOUND); the envelope and media type rules judge
+the 4xx answers a client is meant to read (one defect, one finding).
+
 Besides the checks, this module builds the probes that exercise them (auth probes, an
 unknown model, cheap requests the spec says must be refused), so that the suite and the
 project's tests send exactly the requests these requirements recognise.
@@ -10,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.case import Auth, Case
-from conformance.checks.common import answered
+from conformance.checks.common import answered, media_matches
 from conformance.requirements import Context, Level, Violation, requirement
 from conformance.spec import Spec
 
@@ -27,14 +31,14 @@ AUTH_PROBES: dict[Auth, str] = {
 }
 
 
-def _error_status(ctx: Context) -> bool:
+def _client_error(ctx: Context) -> bool:
+    """A 4xx answer other than 429 (rate limiting is the run's, not a finding)."""
     status = ctx.exchange.status
-    return status is not None and status >= 400
+    return status is not None and 400 <= status < 500 and status != 429
 
 
-def _media_matches(media_type: str, declared: tuple[str, ...]) -> bool:
-    """Declared media types match with or without their parameters (erratum nscale-charset)."""
-    return any(media_type == d.split(";", 1)[0].strip().lower() for d in declared)
+def _bearer(spec: Spec) -> str | None:
+    return None if spec.bearer_auth else "the spec declares no bearer auth"
 
 
 def _envelope_hint(body: Any) -> str:
@@ -50,18 +54,19 @@ def _envelope_hint(body: Any) -> str:
     "ERROR-ENVELOPE",
     level=MUST,
     area="errors",
-    statement="Every 4xx and 5xx body is JSON in the spec's error envelope.",
-    source="spec: responses.4xx/5xx.content.*.schema (Nscale ErrorResponse, AIHubMix "
+    statement="Every 4xx body is strict JSON in the spec's error envelope.",
+    source="spec: responses.4xx.content.*.schema (Nscale ErrorResponse, AIHubMix "
     "GatewayError); OpenAI clients read error.message",
+    evidence="spec-schema",
     # A body cut short by a bound cannot be judged; HTTP-COMPLETE reports the bound.
-    applies=lambda ctx: _error_status(ctx) and ctx.exchange.bound is None,
+    applies=lambda ctx: _client_error(ctx) and ctx.exchange.bound is None,
 )
 def error_envelope(ctx: Context) -> None:
     ex = ctx.exchange
     if not ex.body:
         raise Violation(f"the {ex.status} answer has an empty body, expected an error envelope")
     if ex.json_error:
-        raise Violation(f"the {ex.status} error body: {ex.json_error}")
+        raise Violation(f"the {ex.status} error body: {ex.json_error}", path="body")
     body = ex.json
     if ctx.spec.error_schema is None:
         # A spec without an error schema: hold the target to OpenAI's envelope.
@@ -69,7 +74,8 @@ def error_envelope(ctx: Context) -> None:
         if not isinstance(error, dict) or not isinstance(error.get("message"), str):
             raise Violation(
                 f'the {ex.status} error body is not {{"error": {{"message": ...}}}}'
-                + _envelope_hint(body)
+                + _envelope_hint(body),
+                path="error.message",
             )
         return
     problem = ctx.spec.validate("error", body)
@@ -84,20 +90,23 @@ def error_envelope(ctx: Context) -> None:
     "ERROR-CONTENT-TYPE",
     level=MUST,
     area="errors",
-    statement="Every 4xx and 5xx answer is served with the JSON media type the spec "
-    "declares for its status.",
-    source="spec: responses.4xx/5xx.content media types",
-    applies=_error_status,
+    statement="Every 4xx answer is served with the JSON media type the spec declares for "
+    "its status.",
+    source="spec: responses.4xx.content media types",
+    evidence="spec-schema",
+    applies=_client_error,
 )
 def error_content_type(ctx: Context) -> None:
     ex = ctx.exchange
     assert ex.status is not None
     # An undeclared status has no media type of its own; JSON is what clients parse.
     declared = ctx.spec.media_types_for(ex.status) or ("application/json",)
-    if not _media_matches(ex.media_type, declared):
+    if not media_matches(ex.media_type, declared):
         got = ex.content_type or "no Content-Type"
         raise Violation(
-            f"the {ex.status} error is served as {got!r}, expected {' or '.join(declared)}"
+            f"the {ex.status} error is served as {got!r}, expected {' or '.join(declared)}",
+            expected=list(declared),
+            actual=got,
         )
 
 
@@ -108,6 +117,8 @@ def error_content_type(ctx: Context) -> None:
     statement="Where the spec declares bearer auth, a request without credentials, with a "
     "malformed Authorization header or with a wrong key is answered 401.",
     source="spec: components.securitySchemes (type http, scheme bearer); RFC 6750 §3.1",
+    evidence="spec-schema",
+    scope=_bearer,
     # A 429 says nothing about auth; the run reports rate limiting on its own.
     applies=lambda ctx: (
         ctx.case.auth != "default"
@@ -125,28 +136,95 @@ def _expect_status(ctx: Context, expected: int, what: str, if_served: str) -> No
     """Fail unless the answer is ``expected``; a 2xx says ``if_served`` about why."""
     status = ctx.exchange.status
     if status is not None and 200 <= status < 300:
-        raise Violation(f"{what} was served ({status}), expected {expected}: {if_served}")
+        raise Violation(
+            f"{what} was served ({status}), expected {expected}: {if_served}",
+            expected=expected,
+            actual=status,
+        )
     if status != expected:
-        raise Violation(f"{what} was answered {status}, expected {expected}")
+        raise Violation(
+            f"{what} was answered {status}, expected {expected}", expected=expected, actual=status
+        )
+
+
+def _unknown_model(ctx: Context) -> bool:
+    status = ctx.exchange.status
+    return UNKNOWN_MODEL_TAG in ctx.case.tags and status is not None and status != 429
+
+
+def _declared_4xx(spec: Spec) -> list[int]:
+    return [s for s in range(400, 500) if s != 429 and str(s) in spec.declared_statuses]
 
 
 @requirement(
     "MODEL-NOT-FOUND",
     level=MUST,
     area="errors",
-    statement="A request naming a model the target does not serve is answered 404 (with "
-    "the error envelope, judged by ERROR-ENVELOPE).",
-    source="spec: responses.404; OpenAI behaviour (model_not_found)",
-    applies=lambda ctx: (
-        UNKNOWN_MODEL_TAG in ctx.case.tags
-        and ctx.spec.is_declared(404)
-        and ctx.exchange.status is not None
-        and ctx.exchange.status != 429
-    ),
+    statement="A request naming a model the target does not serve is refused with a "
+    "declared 4xx (its envelope is ERROR-ENVELOPE's), never served or answered 5xx.",
+    source="spec text: CreateCompletionRequest.model (ID of the model to use); declared 4xx "
+    "responses",
+    evidence="spec-text",
+    applies=_unknown_model,
 )
 def model_not_found(ctx: Context) -> None:
+    status = ctx.exchange.status
+    assert status is not None
+    what = f"the unknown model {ctx.case.body.get('model')!r}"
+    if 200 <= status < 300:
+        raise Violation(f"{what} was served ({status}): model not checked", actual=status)
+    declared = _declared_4xx(ctx.spec) or [404]
+    if not 400 <= status < 500 or not ctx.spec.is_declared(status):
+        raise Violation(
+            f"{what} was answered {status}, expected a declared 4xx ({declared})",
+            expected=declared,
+            actual=status,
+        )
+
+
+@requirement(
+    "MODEL-NOT-FOUND-404",
+    level=SHOULD,
+    area="errors",
+    statement="The refusal of an unknown model is 404 (OpenAI's model_not_found).",
+    source="OpenAI behaviour (404 model_not_found); LiteLLM and others answer 400",
+    evidence="server-habit",
+    scope=lambda spec: None if spec.is_declared(404) else "the spec declares no 404",
+    applies=lambda ctx: (
+        _unknown_model(ctx)
+        and ctx.spec.is_declared(404)
+        and 400 <= (ctx.exchange.status or 0) < 500
+    ),
+)
+def model_not_found_404(ctx: Context) -> None:
     model = ctx.case.body.get("model")
     _expect_status(ctx, 404, f"the unknown model {model!r}", "model not found")
+
+
+@requirement(
+    "INVALID-REJECTED",
+    level=MUST,
+    area="errors",
+    statement="A request that breaks the spec is rejected with a declared 4xx.",
+    source="spec: request schema and cross-field rules; responses.400",
+    evidence="spec-schema",
+    applies=lambda ctx: (
+        ctx.case.mode == "invalid"
+        and ctx.case.auth == "default"
+        and ctx.exchange.status is not None
+        and UNKNOWN_MODEL_TAG not in ctx.case.tags  # MODEL-NOT-FOUND judges that one
+        and ctx.exchange.status != 429  # rate limited: no answer to judge
+    ),
+)
+def invalid_rejected(ctx: Context) -> None:
+    status = ctx.exchange.status
+    assert status is not None
+    if not 400 <= status < 500 or status == 429:
+        raise Violation(
+            f"request breaking {ctx.case.breaks} answered {status}, expected a 4xx",
+            expected="4xx",
+            actual=status,
+        )
 
 
 @requirement(
@@ -155,6 +233,8 @@ def model_not_found(ctx: Context) -> None:
     area="transport",
     statement="Every answer carries the request-id header the spec names.",
     source="spec text: GatewayError (request_id lives in the X-Request-Id response header)",
+    evidence="spec-text",
+    scope=lambda spec: None if spec.request_id_header else "the spec names no request-id header",
     applies=lambda ctx: answered(ctx) and ctx.spec.request_id_header is not None,
 )
 def request_id_header(ctx: Context) -> None:
@@ -162,7 +242,7 @@ def request_id_header(ctx: Context) -> None:
     assert name is not None
     value = ctx.exchange.headers.get(name)
     if value is None or not value.strip():
-        raise Violation(f"the {ctx.exchange.status} answer has no {name} header")
+        raise Violation(f"the {ctx.exchange.status} answer has no {name} header", expected=name)
 
 
 # -- the probes these requirements judge -------------------------------------------------

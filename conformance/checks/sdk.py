@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.checks.common import choices_of
+from conformance.checks.common import choices_of, is_int
 from conformance.requirements import Context, Level, Unsupported, Violation, requirement
 
 SOURCE = "users' code: the official openai Python SDK (completions.create)"
@@ -39,7 +39,12 @@ def _sdk_error(ctx: Context) -> None:
 
 def _differs(what: str, sdk: Any, wire: Any) -> None:
     if sdk != wire:
-        raise Violation(f"{what}: the SDK read {sdk!r}, the wire says {wire!r}")
+        raise Violation(
+            f"{what}: the SDK read {sdk!r}, the wire says {wire!r}",
+            path=what if " " not in what else None,
+            expected=wire,
+            actual=sdk,
+        )
 
 
 @requirement(
@@ -49,11 +54,14 @@ def _differs(what: str, sdk: Any, wire: Any) -> None:
     statement="The official openai SDK reads a non-streamed completion (n, logprobs, echo) "
     "without error, and every value it reads matches the wire.",
     source=SOURCE,
+    evidence="client-visible",
     applies=_via_sdk(stream=False),
 )
 def sdk_completion(ctx: Context) -> None:
     _sdk_error(ctx)
     view, wire = ctx.exchange.sdk or {}, ctx.exchange.json
+    if ctx.exchange.json_error:
+        return  # a body that is not strict JSON is RESP-SCHEMA's, whatever the SDK made of it
     if not isinstance(wire, dict):
         raise Violation("the SDK returned a completion although the body is not a JSON object")
     for field in ("id", "object", "created", "model"):
@@ -85,7 +93,7 @@ def _wire_stream(ctx: Context) -> tuple[dict[int, str], int, dict[str, Any] | No
         chunks += 1
         for choice in choices_of(payload):
             index, text = choice.get("index"), choice.get("text")
-            if isinstance(index, int) and isinstance(text, str):
+            if is_int(index) and isinstance(text, str):
                 texts[index] = texts.get(index, "") + text
         if isinstance(payload.get("usage"), dict):
             usage = payload["usage"]
@@ -99,6 +107,7 @@ def _wire_stream(ctx: Context) -> tuple[dict[int, str], int, dict[str, Any] | No
     statement="The official openai SDK consumes a stream (with include_usage) without error, "
     "and the text per choice and the usage it reads match the wire.",
     source=SOURCE,
+    evidence="client-visible",
     applies=_via_sdk(stream=True),
 )
 def sdk_stream(ctx: Context) -> None:

@@ -1,0 +1,314 @@
+"""The legacy logprobs object: present when asked for, complete, and well formed.
+
+The rules are ``check_*`` helpers over labelled choices, so that STREAM-LOGPROBS judges
+the choices it assembles from a stream by the same logic as the LOGPROBS-* requirements
+judge a body. Every helper reads the arrays through :func:`arrays`, which keeps a value
+only when it is a list, and checks each element's type before using it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.checks.common import completion, declares, is_int, is_number
+from conformance.checks.views import Labelled, labelled
+from conformance.requirements import Context, Level, Violation, requirement
+
+MUST, SHOULD = Level.MUST, Level.SHOULD
+SPEC_TEXT = "spec text: CreateCompletionRequest.logprobs"
+ARRAYS = ("tokens", "token_logprobs", "top_logprobs", "text_offset")
+LOGPROBS_SCOPE = declares("logprobs")
+
+
+def path_of(name: str) -> str:
+    """A JSON path from a choice's name in messages (``streamed choices[0]`` -> ``choices[0]``)."""
+    return name.removeprefix("streamed ")
+
+
+def requested_logprobs(body: dict[str, Any]) -> int | None:
+    value = body.get("logprobs")
+    return value if is_int(value) else None
+
+
+def logprobs_objects(choices: Labelled) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """The choices that carry a logprobs object, with that object."""
+    return [(name, c, c["logprobs"]) for name, c in choices if isinstance(c.get("logprobs"), dict)]
+
+
+def arrays(lp: dict[str, Any]) -> dict[str, list[Any]]:
+    """The logprobs arrays that are lists (the others are missing or of a wrong type)."""
+    return {k: lp[k] for k in ARRAYS if isinstance(lp.get(k), list)}
+
+
+def echoed(ctx: Context) -> bool:
+    return ctx.case.body.get("echo") is True
+
+
+def _echoed_first(ctx: Context, j: int) -> bool:
+    """The first token of an echoed prompt has no logprob (OpenAI sends null)."""
+    return j == 0 and echoed(ctx)
+
+
+def unrendered_end(choice: dict[str, Any], tokens: list[Any]) -> bool:
+    """The last token is an end-of-text token the text does not show, and the choice stopped.
+
+    Some servers (llama.cpp, vLLM with special tokens kept) list the end-of-text token in
+    logprobs; it counts as a generated token but renders as nothing.
+    """
+    text = choice.get("text")
+    if not tokens or choice.get("finish_reason") != "stop" or not isinstance(text, str):
+        return False
+    last = tokens[-1]
+    if not isinstance(last, str):
+        return False
+    return last == "" or not text.endswith(last)
+
+
+def _has_logprobs(ctx: Context) -> bool:
+    return completion(ctx) and bool(logprobs_objects(labelled(ctx.exchange.json)))
+
+
+def check_presence(ctx: Context, choices: Labelled) -> None:
+    """A logprobs object on every choice when requested (>= 1), on none when not."""
+    wanted = requested_logprobs(ctx.case.body)
+    for name, choice in choices:
+        has = isinstance(choice.get("logprobs"), dict)
+        if wanted and not has:
+            raise Violation(
+                f"logprobs={wanted} requested but {name}.logprobs is {choice.get('logprobs')!r}",
+                path=f"{path_of(name)}.logprobs",
+                actual=choice.get("logprobs"),
+            )
+        if wanted is None and has:
+            raise Violation(
+                f"logprobs not requested but {name} carries a logprobs object",
+                path=f"{path_of(name)}.logprobs",
+            )
+
+
+def check_shape(choices: Labelled) -> None:
+    """The legacy logprobs object: parallel arrays of equal lengths (not the chat shape)."""
+    for name, _, lp in logprobs_objects(choices):
+        got = arrays(lp)
+        missing = [k for k in ("tokens", "token_logprobs") if k not in got]
+        if missing:
+            shape = " (the chat shape {content: [...]})" if "content" in lp else ""
+            raise Violation(
+                f"{name}.logprobs lacks {', '.join(missing)}{shape}",
+                path=f"{path_of(name)}.logprobs.{missing[0]}",
+            )
+        lengths = {k: len(v) for k, v in got.items()}
+        if len(set(lengths.values())) > 1:
+            raise Violation(
+                f"{name}.logprobs arrays differ in length: {lengths}",
+                path=f"{path_of(name)}.logprobs",
+                actual=lengths,
+            )
+
+
+def check_values(ctx: Context, choices: Labelled) -> None:
+    """Every logprob is a number <= 0 (null only for the first echoed token)."""
+    for name, _, lp in logprobs_objects(choices):
+        got = arrays(lp)
+        where = f"{path_of(name)}.logprobs"
+        for j, value in enumerate(got.get("token_logprobs", [])):
+            if value is None and _echoed_first(ctx, j):
+                continue
+            if not is_number(value) or value > 0:
+                raise Violation(
+                    f"{name}.logprobs.token_logprobs[{j}] is {value!r}",
+                    path=f"{where}.token_logprobs[{j}]",
+                    actual=value,
+                )
+        for j, top in enumerate(got.get("top_logprobs", [])):
+            if not isinstance(top, dict):
+                continue  # LOGPROBS-TOP-COUNT reports an entry that is not an object
+            for token, value in top.items():
+                if not is_number(value) or value > 0:
+                    raise Violation(
+                        f"{name}.logprobs.top_logprobs[{j}][{token!r}] is {value!r}",
+                        path=f"{where}.top_logprobs[{j}]",
+                        actual=value,
+                    )
+
+
+def check_top_count(ctx: Context, choices: Labelled) -> None:
+    """Each position has a top_logprobs object of logprobs to logprobs + 1 tokens."""
+    k = requested_logprobs(ctx.case.body) or 0
+    for name, _, lp in logprobs_objects(choices):
+        got = arrays(lp)
+        where = f"{path_of(name)}.logprobs.top_logprobs"
+        tokens = got.get("tokens", [])
+        if k and tokens and "top_logprobs" not in got:
+            raise Violation(
+                f"logprobs={k} requested but {name}.logprobs has no top_logprobs array",
+                path=where,
+                actual=lp.get("top_logprobs"),
+            )
+        for j, top in enumerate(got.get("top_logprobs", [])):
+            if top is None and _echoed_first(ctx, j):
+                continue
+            if not isinstance(top, dict):
+                raise Violation(
+                    f"{name}.logprobs.top_logprobs[{j}] is {top!r}, not an object",
+                    path=f"{where}[{j}]",
+                    actual=top,
+                )
+            if len(top) > k + 1:
+                raise Violation(
+                    f"{name}.logprobs.top_logprobs[{j}] has {len(top)} entries, at most "
+                    f"{k + 1} allowed",
+                    path=f"{where}[{j}]",
+                    expected=k + 1,
+                    actual=len(top),
+                )
+            if len(top) < k:
+                raise Violation(
+                    f"{name}.logprobs.top_logprobs[{j}] has {len(top)} entries: logprobs={k} "
+                    f"promises the {k} most likely tokens at every position",
+                    path=f"{where}[{j}]",
+                    expected=k,
+                    actual=len(top),
+                )
+
+
+def check_offsets(ctx: Context, choices: Labelled) -> None:
+    """text_offset holds non-negative integers, non-decreasing; with echo, inside the text."""
+    for name, choice, lp in logprobs_objects(choices):
+        offsets = arrays(lp).get("text_offset", [])
+        where = f"{path_of(name)}.logprobs.text_offset"
+        for j, offset in enumerate(offsets):
+            if not is_int(offset) or offset < 0:
+                raise Violation(
+                    f"{where}[{j}] is {offset!r}, not a character offset",
+                    path=f"{where}[{j}]",
+                    actual=offset,
+                )
+            if j and offset < offsets[j - 1]:
+                raise Violation(
+                    f"{name}.logprobs.text_offset decreases at {j}: {offsets[j - 1]} -> {offset}",
+                    path=f"{where}[{j}]",
+                    actual=offset,
+                )
+        text = choice.get("text")
+        if echoed(ctx) and isinstance(text, str) and offsets:
+            # With echo the offsets index the returned text (bytes bound characters).
+            size = len(text.encode("utf-8"))
+            if offsets[-1] > size:
+                raise Violation(
+                    f"{where} reaches {offsets[-1]}, past the end of the returned text "
+                    f"({size} bytes): with echo the logprobs must describe the text returned",
+                    path=f"{where}[{len(offsets) - 1}]",
+                    actual=offsets[-1],
+                )
+
+
+def _with_logprobs(ctx: Context) -> Labelled:
+    return labelled(ctx.exchange.json)
+
+
+@requirement(
+    "LOGPROBS-PRESENCE",
+    level=MUST,
+    area="semantics",
+    statement="Each choice carries a logprobs object when logprobs >= 1 is requested, and "
+    "none (null or absent) when logprobs is not requested.",
+    source=SPEC_TEXT,
+    evidence="spec-text",
+    scope=LOGPROBS_SCOPE,
+    applies=lambda ctx: completion(ctx) and requested_logprobs(ctx.case.body) != 0,
+)
+def logprobs_presence(ctx: Context) -> None:
+    check_presence(ctx, _with_logprobs(ctx))
+
+
+@requirement(
+    "LOGPROBS-SHAPE",
+    level=MUST,
+    area="semantics",
+    statement="logprobs is the completions shape: tokens, token_logprobs, top_logprobs and "
+    "text_offset arrays with one entry per token.",
+    source="spec: logprobs object (parallel arrays); the openai SDK's Logprobs model",
+    evidence="client-visible",
+    scope=LOGPROBS_SCOPE,
+    applies=_has_logprobs,
+)
+def logprobs_shape(ctx: Context) -> None:
+    check_shape(_with_logprobs(ctx))
+
+
+@requirement(
+    "LOGPROBS-VALUES",
+    level=MUST,
+    area="semantics",
+    statement="Every logprob is a finite number <= 0; null only for the first echoed token.",
+    source="spec: token_logprobs (log probabilities: <= 0 by definition); OpenAI for echo",
+    evidence="spec-text",
+    scope=LOGPROBS_SCOPE,
+    applies=_has_logprobs,
+)
+def logprobs_values(ctx: Context) -> None:
+    check_values(ctx, _with_logprobs(ctx))
+
+
+@requirement(
+    "LOGPROBS-TOP-COUNT",
+    level=MUST,
+    area="semantics",
+    statement="At every position top_logprobs is an object of at least logprobs and at most "
+    "logprobs + 1 tokens.",
+    source=SPEC_TEXT + " (the API will return a list of the `logprobs` most likely tokens; "
+    "up to logprobs+1 elements)",
+    evidence="spec-text",
+    scope=LOGPROBS_SCOPE,
+    applies=lambda ctx: _has_logprobs(ctx) and requested_logprobs(ctx.case.body) is not None,
+)
+def logprobs_top_count(ctx: Context) -> None:
+    check_top_count(ctx, _with_logprobs(ctx))
+
+
+@requirement(
+    "LOGPROBS-OFFSETS",
+    level=MUST,
+    area="semantics",
+    statement="text_offset holds non-negative, non-decreasing character offsets; with echo "
+    "they lie within the returned text.",
+    source="logprobs.text_offset; lm-evaluation-harness and similar clients slice the text "
+    "by these offsets",
+    evidence="client-visible",
+    scope=LOGPROBS_SCOPE,
+    applies=_has_logprobs,
+)
+def logprobs_offsets(ctx: Context) -> None:
+    check_offsets(ctx, _with_logprobs(ctx))
+
+
+@requirement(
+    "LOGPROBS-TOKENS-TEXT",
+    level=SHOULD,
+    area="semantics",
+    statement="The logprobs tokens joined reproduce the choice's text (with echo: the prompt "
+    "and the completion).",
+    source="OpenAI behaviour (byte-fallback tokens `bytes:...` and a final end-of-text token "
+    "excepted)",
+    evidence="server-habit",
+    scope=LOGPROBS_SCOPE,
+    applies=_has_logprobs,
+)
+def logprobs_tokens_text(ctx: Context) -> None:
+    for name, choice, lp in logprobs_objects(_with_logprobs(ctx)):
+        tokens, text = arrays(lp).get("tokens"), choice.get("text")
+        if not isinstance(text, str) or tokens is None:
+            continue  # RESP-CHOICE-TEXT / LOGPROBS-SHAPE report these
+        if not all(isinstance(t, str) for t in tokens) or any(
+            t.startswith("bytes:") for t in tokens
+        ):
+            continue
+        if unrendered_end(choice, tokens):
+            tokens = tokens[:-1]
+        joined = "".join(tokens)
+        if joined != text:
+            raise Violation(
+                f"{name}: tokens join to {joined[:60]!r}, text is {text[:60]!r}",
+                path=f"{path_of(name)}.logprobs.tokens",
+            )

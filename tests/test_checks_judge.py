@@ -1,0 +1,363 @@
+"""Judge-level proofs with synthetic exchanges: contracts, both-sided quantities, legal
+variations that must pass, and one defect giving one finding.
+
+Each test builds the Exchange directly (tests/synthetic.py), so it needs no server; the
+reference target's faults for the same behaviours are listed in the checks report.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from support import failed, judge, must_failures
+from synthetic import body_exchange, chunks_for, completion_for, req, stream_exchange
+
+from conformance.checks.errors import unknown_model_probe
+from conformance.exchange import Exchange
+from conformance.requirements import (
+    EVIDENCE,
+    MUST_EVIDENCE,
+    REGISTRY,
+    Context,
+    Level,
+    Violation,
+    load_checks,
+    requirement,
+)
+from conformance.spec import load_spec
+
+load_checks()
+AIHUBMIX, NSCALE = load_spec("aihubmix"), load_spec("nscale")
+USAGE = {"stream_options": {"include_usage": True}}
+
+
+def body_findings(case: Any, body: Any, spec: Any = AIHUBMIX, **kw: Any) -> dict[str, Any]:
+    return judge(spec, body_exchange(case, body, **kw))
+
+
+# -- contracts ---------------------------------------------------------------------------
+
+
+def test_violation_carries_path_expected_actual() -> None:
+    exc = Violation("bad", path="choices[1].text", expected="a", actual="b")
+    assert (str(exc), exc.path, exc.expected, exc.actual) == ("bad", "choices[1].text", "a", "b")
+    assert Violation("plain").path is None
+
+
+def test_every_requirement_names_its_evidence_and_level_follows_it() -> None:
+    for rid, r in REGISTRY.items():
+        assert r.evidence in EVIDENCE, rid
+        if r.level is Level.MUST:
+            assert r.evidence in MUST_EVIDENCE, rid
+        if r.evidence == "server-habit":
+            assert r.level is not Level.MUST, rid
+
+
+def test_a_server_habit_cannot_be_registered_as_must() -> None:
+    with pytest.raises(ValueError, match="MUST needs"):
+        requirement(
+            "X-HABIT",
+            level=Level.MUST,
+            area="schema",
+            statement="s",
+            source="s",
+            evidence="server-habit",
+        )
+
+
+def test_scope_names_why_a_requirement_cannot_apply() -> None:
+    spec = load_spec("nscale")
+    assert REGISTRY["AUTH-REQUIRED"].not_applicable(spec) is None
+    spec.bearer_auth = False
+    assert "bearer" in (REGISTRY["AUTH-REQUIRED"].not_applicable(spec) or "")
+    assert REGISTRY["RESP-HEADERS-REQUIRED"].not_applicable(AIHUBMIX) is not None
+    assert REGISTRY["RESP-HEADERS-REQUIRED"].not_applicable(NSCALE) is None
+
+
+def test_views_are_cached_on_the_exchange_not_in_a_module() -> None:
+    exchange = stream_exchange(req(stream=True), chunks_for(req(stream=True)))
+    calls: list[Exchange] = []
+    build = lambda ex: calls.append(ex) or len(calls)  # noqa: E731
+    assert exchange.view("k", build) == exchange.view("k", build) == 1
+    other = stream_exchange(req(stream=True), chunks_for(req(stream=True)))
+    assert other.view("k", build) == 2
+
+
+def test_created_is_judged_against_the_context_clock() -> None:
+    exchange = body_exchange(req(), completion_for(req()))
+    long_ago = Context(exchange.case, exchange, AIHUBMIX, now=1_600_000_000.0)
+    with pytest.raises(Violation, match="plausible"):
+        REGISTRY["RESP-CREATED"].check(long_ago)
+
+
+# -- robustness: the cases issue 12 names ------------------------------------------------
+
+
+def test_null_in_text_offset_is_a_finding_not_a_crash() -> None:
+    case = req(logprobs=1)
+    body = completion_for(case)
+    body["choices"][0]["logprobs"]["text_offset"][1] = None
+    findings = body_findings(case, body)
+    assert "LOGPROBS-OFFSETS" in failed(findings)
+
+
+def test_list_shaped_top_logprobs_entry_is_a_finding_not_a_crash() -> None:
+    case = req(logprobs=1)
+    body = completion_for(case)
+    body["choices"][0]["logprobs"]["top_logprobs"][0] = [["Hello", -0.1]]
+    assert "LOGPROBS-TOP-COUNT" in failed(body_findings(case, body))
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_are_not_json(constant: str) -> None:
+    raw = completion_for(req(logprobs=1))
+    text = body_exchange(req(logprobs=1), raw).body.decode()
+    bad = text.replace("-0.1", constant, 1).encode()
+    findings = judge(AIHUBMIX, body_exchange(req(logprobs=1), None, raw=bad))
+    assert failed(findings) == {"RESP-SCHEMA"}
+    assert "not a JSON number" in findings["RESP-SCHEMA"].message
+    chunks: list[Any] = chunks_for(req(stream=True, logprobs=1))
+    chunks[0] = body_exchange(req(), chunks[0]).body.decode().replace("-0.1", constant, 1)
+    stream = judge(AIHUBMIX, stream_exchange(req(stream=True, logprobs=1), chunks))
+    assert "STREAM-CHUNK-SCHEMA" in failed(stream)
+    error = b'{"error": {"message": "x", "type": "t", "param": null, "code": NaN}}'
+    errs = judge(AIHUBMIX, body_exchange(req(mode="invalid"), None, status=400, raw=error))
+    assert failed(errs) == {"ERROR-ENVELOPE"}
+
+
+# -- legal variations (no false alarm) ---------------------------------------------------
+
+
+def test_created_may_differ_between_chunks() -> None:
+    case = req(stream=True, n=2, **USAGE)
+    chunks = chunks_for(case)
+    for i, chunk in enumerate(chunks):
+        chunk["created"] += i  # llama.cpp stamps each chunk with its own clock
+    assert failed(judge(AIHUBMIX, stream_exchange(case, chunks))) == set()
+    chunks[1]["created"] *= 1000
+    findings = judge(AIHUBMIX, stream_exchange(case, chunks))
+    assert failed(findings) == {"STREAM-CONSISTENT-IDS"}
+    assert "milliseconds" in findings["STREAM-CONSISTENT-IDS"].message
+
+
+def test_error_null_in_a_chunk_is_not_an_error_event() -> None:
+    case = req(stream=True)
+    chunks = [{**c, "error": None} for c in chunks_for(case)]
+    assert failed(judge(AIHUBMIX, stream_exchange(case, chunks))) == set()
+    chunks[0]["error"] = {"message": "upstream failed"}
+    assert "STREAM-ERROR-EVENT" in failed(judge(AIHUBMIX, stream_exchange(case, chunks)))
+
+
+ENVELOPE = (
+    b'{"error": {"message": "no such model", "type": "invalid_request_error", '
+    b'"param": null, "code": "model_not_found"}}'
+)
+
+
+@pytest.mark.parametrize(
+    ("status", "must", "should"),
+    [
+        (404, set(), set()),
+        (400, set(), {"MODEL-NOT-FOUND-404"}),  # LiteLLM's answer: legal, a SHOULD
+        (200, {"MODEL-NOT-FOUND"}, set()),
+        (500, {"MODEL-NOT-FOUND"}, set()),
+    ],
+)
+def test_unknown_model_needs_a_declared_4xx_and_404_is_a_habit(
+    status: int, must: set[str], should: set[str]
+) -> None:
+    body = ENVELOPE if status != 200 else body_exchange(req(), completion_for(req())).body
+    exchange = body_exchange(unknown_model_probe(), None, status=status, raw=body)
+    findings = judge(AIHUBMIX, exchange)
+    assert must_failures(findings) == must
+    assert failed(findings) - must == should
+
+
+def test_end_of_text_token_at_max_tokens_with_stop_is_legal() -> None:
+    case = req(stream=True, logprobs=1, max_tokens=4, **USAGE)
+    body = completion_for(req(logprobs=1, max_tokens=4), words=["Hello", " world", " and", "</s>"])
+    choice = body["choices"][0]
+    choice["text"], choice["finish_reason"] = "Hello world and", "stop"
+    assert failed(body_findings(req(logprobs=1, max_tokens=4), body)) == set()
+    chunks = chunks_for(case, words=["Hello", " world", " and", "<|endoftext|>"])
+    chunks[0]["choices"][0]["text"] = "Hello world and"
+    chunks[0]["choices"][0]["finish_reason"] = "stop"
+    assert failed(judge(AIHUBMIX, stream_exchange(case, chunks))) == set()
+
+
+# -- both sides of each quantity ---------------------------------------------------------
+
+
+def test_prompt_tokens_plausible_for_the_prompt() -> None:
+    body = completion_for(req())
+    body["usage"].update(prompt_tokens=0, total_tokens=body["usage"]["completion_tokens"])
+    findings = body_findings(req(), body)
+    assert failed(findings) == {"USAGE-PROMPT-TOKENS"}
+    assert findings["USAGE-PROMPT-TOKENS"].message.startswith("prompt_tokens is 0")
+    token_prompt = req(prompt=[5, 6, 7, 8, 9])
+    short = completion_for(token_prompt)
+    short["usage"].update(prompt_tokens=2, total_tokens=2 + short["usage"]["completion_tokens"])
+    assert failed(body_findings(token_prompt, short)) == {"USAGE-PROMPT-TOKENS"}
+    huge = completion_for(req())
+    huge["usage"].update(
+        prompt_tokens=10_000, total_tokens=10_000 + huge["usage"]["completion_tokens"]
+    )
+    assert failed(body_findings(req(), huge)) == {"USAGE-PROMPT-TOKENS"}
+
+
+def test_prompt_tokens_counted_the_same_streamed_and_not() -> None:
+    plain = req()
+    twin = body_exchange(plain, completion_for(plain))
+    streamed = req(stream=True, tags={"probe:stream-twin"}, **USAGE)
+    chunks = chunks_for(streamed)
+    assert failed(judge(AIHUBMIX, stream_exchange(streamed, chunks), (twin,))) == set()
+    chunks[-1]["usage"]["prompt_tokens"] += 1
+    chunks[-1]["usage"]["total_tokens"] += 1
+    findings = judge(AIHUBMIX, stream_exchange(streamed, chunks), (twin,))
+    assert failed(findings) == {"USAGE-PROMPT-TOKENS"}
+    assert "non-streamed" in findings["USAGE-PROMPT-TOKENS"].message
+
+
+def test_completion_tokens_at_least_what_the_choices_show() -> None:
+    case = req(logprobs=1, n=2)
+    body = completion_for(case)
+    body["usage"].update(completion_tokens=5, total_tokens=body["usage"]["prompt_tokens"] + 5)
+    findings = body_findings(case, body)
+    assert failed(findings) == {"USAGE-COMPLETION-TOKENS"}
+    assert "at least 8" in findings["USAGE-COMPLETION-TOKENS"].message
+    streamed = req(stream=True, **USAGE)
+    chunks = chunks_for(streamed)
+    chunks[-1]["usage"].update(
+        completion_tokens=0, total_tokens=chunks[-1]["usage"]["prompt_tokens"]
+    )
+    assert failed(judge(AIHUBMIX, stream_exchange(streamed, chunks))) == {"USAGE-COMPLETION-TOKENS"}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_length_only_when_max_tokens_was_reached(stream: bool) -> None:
+    case = req(logprobs=1, max_tokens=6, stream=stream)
+    rid = "STREAM-FINISH-LENGTH" if stream else "FINISH-LENGTH"
+    payload = chunks_for(case) if stream else completion_for(case)
+    choice = payload[0]["choices"][0] if stream else payload["choices"][0]
+    assert choice["finish_reason"] == "stop"  # 4 words, max_tokens 6
+    choice["finish_reason"] = "length"
+    exchange = stream_exchange(case, payload) if stream else body_exchange(case, payload)
+    findings = judge(AIHUBMIX, exchange)
+    assert failed(findings) == {rid}
+    assert "below max_tokens=6" in findings[rid].message
+
+
+def test_length_below_max_tokens_measured_by_usage_of_one_choice() -> None:
+    case = req(max_tokens=6)
+    body = completion_for(case)
+    body["choices"][0]["finish_reason"] = "length"
+    assert failed(body_findings(case, body)) == {"FINISH-LENGTH"}
+
+
+def test_top_logprobs_complete_at_every_position() -> None:
+    case = req(logprobs=3)
+    body = completion_for(case)
+    body["choices"][0]["logprobs"]["top_logprobs"][2] = {"x": -0.5}
+    findings = body_findings(case, body)
+    assert failed(findings) == {"LOGPROBS-TOP-COUNT"}
+    assert "promises the 3 most likely" in findings["LOGPROBS-TOP-COUNT"].message
+    streamed = req(stream=True, logprobs=3)
+    chunks = chunks_for(streamed)
+    chunks[0]["choices"][0]["logprobs"]["top_logprobs"][1] = {"x": -0.5}
+    assert failed(judge(AIHUBMIX, stream_exchange(streamed, chunks))) == {"STREAM-LOGPROBS"}
+
+
+def test_text_offset_rules_apply_to_streams() -> None:
+    case = req(stream=True, logprobs=1)
+    chunks = chunks_for(case)
+    chunks[0]["choices"][0]["logprobs"]["text_offset"][2] = 0
+    findings = judge(AIHUBMIX, stream_exchange(case, chunks))
+    assert failed(findings) == {"STREAM-LOGPROBS"}
+    assert "decreases" in findings["STREAM-LOGPROBS"].message
+
+
+def test_with_echo_offsets_describe_the_returned_text() -> None:
+    case = req(logprobs=1, echo=True)
+    body = completion_for(case)
+    body["choices"][0]["logprobs"]["text_offset"][-1] = 500
+    findings = body_findings(case, body)
+    assert failed(findings) == {"LOGPROBS-OFFSETS"}
+    assert "past the end of the returned text" in findings["LOGPROBS-OFFSETS"].message
+
+
+@pytest.mark.parametrize("echo", [False, True])
+def test_max_tokens_zero_returns_nothing_generated(echo: bool) -> None:
+    case = req(max_tokens=0, echo=echo)
+    body = completion_for(case)
+    assert failed(body_findings(case, body)) == set()
+    assert body["choices"][0]["text"] == ("Say hi" if echo else "")
+
+
+# -- one defect, one finding -------------------------------------------------------------
+
+
+def _ignoring_max_tokens(case: Any) -> Any:
+    """What a server that ignores max_tokens answers: 42 tokens, finish "length"."""
+    words = [f" w{i}" for i in range(42)]
+    unlimited = req(**{**case.body, "max_tokens": 100})
+    if case.stream:
+        return chunks_for(unlimited, words=words)
+    return completion_for(unlimited, words=words)
+
+
+@pytest.mark.parametrize("echo", [False, True])
+@pytest.mark.parametrize("logprobs", [None, 1])
+@pytest.mark.parametrize("reason", ["length", "stop"])
+def test_ignored_max_tokens_zero_is_one_finding(
+    echo: bool, logprobs: int | None, reason: str
+) -> None:
+    extra = {"logprobs": logprobs} if logprobs else {}
+    case = req(max_tokens=0, echo=echo, **extra)
+    body = _ignoring_max_tokens(case)
+    for choice in body["choices"]:
+        choice["finish_reason"] = reason
+    findings = body_findings(case, body)
+    assert failed(findings) == {"USAGE-MAX-TOKENS"}
+    streamed = req(max_tokens=0, echo=echo, stream=True, **extra, **USAGE)
+    chunks = _ignoring_max_tokens(streamed)
+    assert failed(judge(AIHUBMIX, stream_exchange(streamed, chunks))) == {"STREAM-MAX-TOKENS"}
+
+
+def test_a_500_on_malformed_json_is_one_finding() -> None:
+    case = req(mode="invalid")
+    html = b"<html><body>Internal Server Error</body></html>"
+    exchange = body_exchange(case, None, status=500, raw=html)
+    exchange.headers.items = [("content-type", "text/html")]
+    for spec in (AIHUBMIX, NSCALE):
+        assert must_failures(judge(spec, exchange)) == {"INVALID-REJECTED"}
+
+
+def test_a_500_on_a_valid_request_is_one_finding() -> None:
+    exchange = body_exchange(req(), None, status=500, raw=b"oops")
+    exchange.headers.items = [("content-type", "text/plain")]
+    for spec in (AIHUBMIX, NSCALE):
+        assert must_failures(judge(spec, exchange)) == {"VALID-NO-5XX"}
+
+
+def test_finish_outside_the_enum_is_not_also_a_wrong_length_finish() -> None:
+    case = req(max_tokens=4)
+    body = copy.deepcopy(completion_for(case))
+    body["choices"][0]["finish_reason"] = "eos_token"
+    assert must_failures(body_findings(case, body)) == {"FINISH-ENUM", "RESP-SCHEMA"}
+
+
+@pytest.mark.parametrize(
+    ("kind", "rid"),
+    [("prompt", "USAGE-PROMPT-TOKENS"), ("completion", "USAGE-COMPLETION-TOKENS")],
+)
+def test_usage_breakdown_cannot_exceed_its_total(kind: str, rid: str) -> None:
+    body = completion_for(req())
+    key = "cached_tokens" if kind == "prompt" else "reasoning_tokens"
+    body["usage"][f"{kind}_tokens_details"] = {key: 0}
+    assert failed(body_findings(req(), body)) == set()
+    body["usage"][f"{kind}_tokens_details"] = {key: 1000}
+    findings = body_findings(req(), body)
+    assert failed(findings) == {rid}
+    assert "cannot exceed its total" in findings[rid].message
