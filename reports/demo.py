@@ -170,11 +170,15 @@ def demo_results(*, target: str = URL, failing: bool = True) -> Results:
         ],
     )
     results.capabilities = {
-        "echo": {"rejected": 2},
-        "best_of": {"honoured": 3},
-        "logprobs": {"honoured": 2, "broke": 1} if failing else {"honoured": 3},
-        "suffix": {"rejected": 1, "honoured": 1},
+        "echo": {"outcome": "declined", "detail": "400 with the error envelope"},
+        "best_of": {"outcome": "offered", "detail": "200 (effect not observable)"},
+        "logprobs": {"outcome": "ignored", "detail": "no choice carries a logprobs object"}
+        if failing
+        else {"outcome": "offered", "detail": "200"},
+        "n": {"outcome": "offered", "detail": "200"},
+        "suffix": {"outcome": "declined", "detail": "400 with the error envelope"},
     }
+    results.meta["concurrency"] = 8
     # The shape conformance/latency.py records for each streamed 200.
     results.latency = [
         {

@@ -11,16 +11,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from conformance.results import RESULTS_SCHEMA_VERSION, Results, Tally
+from conformance.results import RESULTS_SCHEMA_VERSION, Results, Tally, latency_summary
 from reports.render import render
 from reports.summary import (
+    ERROR,
     FAILED,
     LEVELS,
     STATUS_LABELS,
     VERDICTS,
     WARNED,
     by_area_and_level,
-    capability_verdict,
+    capability_rows,
+    coverage_of,
+    evidence_label,
     is_strict,
     ordered,
     pretty_body,
@@ -45,6 +48,10 @@ def example_view(example: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "message": str(example.get("message", "")),
         "outcome": str(example.get("outcome", "failed")),
+        "fingerprint": str(example.get("fingerprint") or ""),
+        "path": example.get("path"),
+        "expected": example.get("expected"),
+        "actual": example.get("actual"),
         "case": str(example.get("case") or ""),
         "mode": str(example.get("mode") or ""),
         "breaks": example.get("breaks"),
@@ -73,29 +80,20 @@ def requirement_view(tally: Tally, *, strict: bool) -> dict[str, Any]:
         "area": tally.area,
         "statement": tally.statement,
         "source": tally.source,
+        "evidence": evidence_label(tally),
         "checked": tally.checked,
         "failed": tally.failed,
         "unsupported": tally.unsupported,
+        "errored": tally.errored,
+        "distinct": len(tally.fingerprints) + tally.fingerprints_dropped,
         "status": status,
         "label": STATUS_LABELS[status],
         "examples": [
-            example_view(ex) for ex in tally.examples if ex.get("outcome", "failed") == "failed"
+            example_view(ex)
+            for ex in tally.examples
+            if ex.get("outcome", "failed") == ("error" if status == ERROR else "failed")
         ][:MAX_SHOWN],
     }
-
-
-def capability_rows(capabilities: Mapping[str, Mapping[str, int]]) -> list[dict[str, Any]]:
-    """The capability table: feature × honoured / rejected / broke, sorted by feature."""
-    return [
-        {
-            "feature": feature,
-            "honoured": counts.get("honoured", 0),
-            "rejected": counts.get("rejected", 0),
-            "broke": counts.get("broke", 0),
-            "verdict": capability_verdict(counts),
-        }
-        for feature, counts in sorted(capabilities.items())
-    ]
 
 
 def latency_cell(value: Any) -> tuple[str, bool]:
@@ -137,13 +135,21 @@ def report_context(results: Results) -> dict[str, Any]:
     failures = [r for r in rows if r["status"] == FAILED] + [
         r for r in rows if r["status"] == WARNED
     ]
+    verdict = verdict_of(results)
     columns, latency_rows = latency_table(results.latency)
     meta = results.meta
     return {
         "meta": meta,
         "target": str(meta.get("target", "unknown target")),
-        "verdict": verdict_of(results),
-        "verdict_text": VERDICTS.get(verdict_of(results), "The run recorded this verdict."),
+        "verdict": verdict,
+        # Only a run that was passed gets green; incomplete is amber, never a pass.
+        "verdict_class": verdict
+        if verdict in ("passed", "failed", "incomplete", ERROR)
+        else "unknown",
+        "verdict_text": VERDICTS.get(verdict, "The run recorded this verdict."),
+        "coverage": coverage_of(results),
+        "suite_errors": [r for r in rows if r["status"] == ERROR],
+        "baseline_warnings": list(meta.get("baseline_warnings") or []),
         "strict": strict,
         "errata": list(meta.get("errata") or []),
         "baseline": meta.get("baseline") or None,
@@ -155,7 +161,8 @@ def report_context(results: Results) -> dict[str, Any]:
         "requirements": rows,
         "deciding": sum(1 for r in rows if r["status"] == FAILED),
         "failures": failures,
-        "capabilities": capability_rows(results.capabilities),
+        "capabilities": capability_rows(results),
+        "latency_summary": latency_summary(results.latency, meta.get("concurrency")),
         "observed": observed_statuses(meta),
         "latency_columns": columns,
         "latency_rows": latency_rows,
