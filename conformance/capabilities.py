@@ -59,12 +59,17 @@ def _probe(body: dict[str, Any], feature: str) -> Case:
 
 
 def _limit(spec: Spec, field: str, key: str) -> int | None:
-    """``maximum``/``maxItems`` of a request field, looking into anyOf/oneOf branches."""
-    schema = spec.request_properties.get(field) or {}
-    for node in (schema, *(schema.get("anyOf") or []), *(schema.get("oneOf") or [])):
-        value = node.get(key) if isinstance(node, dict) else None
+    """``maximum``/``maxItems`` of a request field, looking into its anyOf/oneOf branches."""
+    todo: list[Any] = [spec.request_properties.get(field) or {}]
+    while todo:
+        node = todo.pop(0)
+        if not isinstance(node, dict):
+            continue
+        value = node.get(key)
         if isinstance(value, int) and not isinstance(value, bool):
             return value
+        for branch in ("anyOf", "oneOf", "allOf"):
+            todo += node.get(branch) or []
     return None
 
 
