@@ -211,3 +211,36 @@ def test_the_evidence_tier_is_read_from_the_requirement() -> None:
     assert results.tallies["R"].evidence == "server-habit"
     assert Results.for_requirements([_req("Q")]).tallies["Q"].evidence == ""
     assert "<td>server habit</td>" in render_html(results)
+
+
+def _failing_shard(k: int, path: str) -> Results:
+    shard = _shard(k)
+    shard.record(_exchange(), [Finding("RESP-SCHEMA", "failed", "bad", path=path)])
+    shard.meta["verdict"] = "failed"
+    return shard
+
+
+def test_merge_gates_on_baseline_fingerprints(tmp_path: Path) -> None:
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(_failing_shard(1, "choices[0].text").dumps())
+    out = str(tmp_path / "out")
+    known = _write(tmp_path, [_failing_shard(1, "choices[3].text"), _shard(2), _shard(3)])
+    assert merge_main([*known, "--report-dir", out, "--baseline", str(baseline)]) == 0
+    data = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert data["meta"]["baseline"]["known"] == ["RESP-SCHEMA|text prompt|choices[*].text"]
+    new = _write(tmp_path, [_failing_shard(1, "usage.total_tokens"), _shard(2), _shard(3)])
+    assert merge_main([*new, "--report-dir", out, "--baseline", str(baseline)]) == 1
+    data = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert data["meta"]["baseline"]["new_failures"] == ["RESP-SCHEMA"]
+
+
+def test_merge_refuses_a_baseline_of_another_spec(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(_results(spec="nscale").dumps())
+    paths = _write(tmp_path, [_shard(1), _shard(2), _shard(3)])
+    assert (
+        merge_main([*paths, "--report-dir", str(tmp_path / "o"), "--baseline", str(baseline)]) == 2
+    )
+    assert "spec 'nscale', this run uses 'aihubmix'" in capsys.readouterr().err
