@@ -102,6 +102,19 @@ def compare_to_baseline(current: Results, baseline: Results) -> BaselineDiff:
     )
 
 
+def baseline_line(diff: Mapping[str, Any]) -> str:
+    """The terminal line of a diff (``results.meta["baseline"]``): counts of fingerprints,
+    with the requirements they belong to, e.g.
+    ``baseline: 69 known (RESP-ID), 2 new (RESP-CREATED), 0 fixed (-)``."""
+
+    def part(key: str) -> str:
+        prints = list(diff.get(key) or [])
+        rids = sorted({requirement_of(f) for f in prints})
+        return f"{len(prints)} {key} ({', '.join(rids) or '-'})"
+
+    return "baseline: " + ", ".join(part(k) for k in ("known", "new", "fixed"))
+
+
 def check_baseline(
     results_meta: Mapping[str, Any], baseline: Results
 ) -> tuple[list[str], list[str]]:

@@ -244,3 +244,12 @@ def test_check_baseline_refuses_another_spec_and_warns_on_another_model() -> Non
     errors, warnings = check_baseline({"spec": "nscale", "model": "b"}, baseline)
     assert errors == ["the baseline was recorded with spec 'aihubmix', this run uses 'nscale'"]
     assert warnings == ["the baseline was recorded with model 'a', this run uses 'b'"]
+
+
+def test_baseline_line_counts_fingerprints_and_names_their_requirements() -> None:
+    from reports.baseline import baseline_line
+
+    diff = compare_to_baseline(_run("a[1]", "b"), _run("a[2]", "c"))
+    assert baseline_line(diff.to_json()) == (
+        "baseline: 1 known (RESP-SCHEMA), 1 new (RESP-SCHEMA), 1 fixed (RESP-SCHEMA)"
+    )
