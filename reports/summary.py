@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.requirements import AREAS, Level
-from conformance.results import CAPABILITY_OUTCOMES, Results, Tally
+from conformance.results import Results, Tally
 
 LEVELS = tuple(level.value for level in Level)
-OUTCOMES = CAPABILITY_OUTCOMES  # how a target treated one probed feature
 
 # Statuses of one requirement in one run, as the reports show them.
 PASSED = "passed"
