@@ -70,9 +70,15 @@ VERDICTS = {
 
 
 def verdict_of(results: Results) -> str:
-    """The run's verdict as recorded; derived from the deciding tallies when absent."""
+    """The run's verdict as recorded; derived from the deciding tallies when absent.
+
+    A recorded ``passed`` with untested requirements in the coverage reads ``incomplete``.
+    """
     recorded = results.meta.get("verdict")
     if isinstance(recorded, str) and recorded:
+        # Never a green "passed" over untested requirements, whoever recorded it.
+        if recorded == PASSED and coverage_of(results).untested:
+            return "incomplete"
         return recorded
     if results.errors():
         return ERROR

@@ -244,3 +244,12 @@ def test_merge_refuses_a_baseline_of_another_spec(
         merge_main([*paths, "--report-dir", str(tmp_path / "o"), "--baseline", str(baseline)]) == 2
     )
     assert "spec 'nscale', this run uses 'aihubmix'" in capsys.readouterr().err
+
+
+def test_a_recorded_pass_over_untested_requirements_is_never_shown_green() -> None:
+    results = _results(verdict="passed")
+    page = render_html(results)
+    assert 'class="verdict incomplete"' in page and 'class="verdict passed"' not in page
+    assert "INCOMPLETE" in summary_markdown(results)
+    results.meta["coverage"] = {"untested": [], "not_applicable": [], "deselected": []}
+    assert 'class="verdict passed"' in render_html(results)
