@@ -183,7 +183,7 @@ def test_the_suite_scenario_fills_the_table(
     pytester: pytest.Pytester, targets: Targets, tmp_path: Path
 ) -> None:
     url = targets.get("aihubmix", "choices-ignore-n").server.url
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest_inprocess(
         str(SUITE_DIR / "test_capabilities.py"),
         "-p",
         "no:cacheprovider",
