@@ -67,6 +67,11 @@ def latency_cell(summary: dict[str, Any]) -> str:
     )
 
 
+def _untested(pairs: tuple[tuple[str, str], ...]) -> str:
+    """``2: AUTH-REQUIRED, RESP-ID`` or ``none``."""
+    return f"{len(pairs)}: {', '.join(rid for rid, _ in pairs)}" if pairs else "none"
+
+
 def comparison_markdown(comparison: Comparison) -> str:
     """The whole comparison: scores, requirement matrix, capabilities, baseline diffs."""
     names = [t.name for t in comparison.targets]
@@ -77,7 +82,7 @@ def comparison_markdown(comparison: Comparison) -> str:
             [_LEVEL_LABEL[level], *(t.scores[level].text() for t in comparison.targets)]
             for level in LEVELS
         ),
-        ["Untested", *(str(len(t.coverage.untested)) for t in comparison.targets)],
+        ["Untested", *(_untested(t.coverage.untested) for t in comparison.targets)],
         ["Spec", *(t.meta.get("spec", "") for t in comparison.targets)],
         ["Model", *(t.meta.get("model", "") for t in comparison.targets)],
         [

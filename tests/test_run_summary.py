@@ -138,7 +138,7 @@ def test_html_and_compare_show_latency_with_concurrency() -> None:
     md = comparison_markdown(compare([("a", results), ("b", _results())]))
     assert "TTFB 0.250/0.250/0.250; gap 0.020/0.020/0.020; total 1.500/1.500/1.500" in md
     assert "concurrency 4" in md
-    assert "| Untested | 1 | 1 |" in md
+    assert "| Untested | 1: AUTH-REQUIRED | 1: AUTH-REQUIRED |" in md
 
 
 # --- conformance-merge -------------------------------------------------------------------
