@@ -89,10 +89,11 @@ def requirement_view(tally: Tally, *, strict: bool) -> dict[str, Any]:
         "status": status,
         "label": STATUS_LABELS[status],
         "examples": [
-            example_view(ex)
-            for ex in tally.examples
-            if ex.get("outcome", "failed") == ("error" if status == ERROR else "failed")
+            example_view(ex) for ex in tally.examples if ex.get("outcome", "failed") == "failed"
         ][:MAX_SHOWN],
+        "errors": [example_view(ex) for ex in tally.examples if ex.get("outcome") == "error"][
+            :MAX_SHOWN
+        ],
     }
 
 
@@ -132,7 +133,9 @@ def report_context(results: Results) -> dict[str, Any]:
     """Everything the report template shows, computed from ``results`` alone."""
     strict = is_strict(results)
     rows = [requirement_view(t, strict=strict) for t in ordered(results.tallies.values())]
-    failures = [r for r in rows if r["status"] == FAILED] + [
+    # A requirement whose check raised on some exchanges may have failed on others: its
+    # failures are listed too (the suite defect is listed apart).
+    failures = [r for r in rows if r["status"] in (FAILED, ERROR) and r["failed"]] + [
         r for r in rows if r["status"] == WARNED
     ]
     verdict = verdict_of(results)
@@ -159,7 +162,7 @@ def report_context(results: Results) -> dict[str, Any]:
         "summary": by_area_and_level(results),
         "scores": scores(results),
         "requirements": rows,
-        "deciding": sum(1 for r in rows if r["status"] == FAILED),
+        "deciding": sum(1 for r in failures if r["status"] != WARNED),
         "failures": failures,
         "capabilities": capability_rows(results),
         "latency_summary": latency_summary(results.latency, meta.get("concurrency")),

@@ -253,3 +253,13 @@ def test_baseline_line_counts_fingerprints_and_names_their_requirements() -> Non
     assert baseline_line(diff.to_json()) == (
         "baseline: 1 known (RESP-SCHEMA), 1 new (RESP-SCHEMA), 1 fixed (RESP-SCHEMA)"
     )
+
+
+def test_a_requirement_that_failed_and_raised_shows_both() -> None:
+    req = _req("BOTH")
+    results = Results.for_requirements([req])
+    results.record(_exchange(), [Finding("BOTH", "failed", "the id is empty", path="id")])
+    results.record(_exchange("other"), [Finding("BOTH", "error", "suite defect: TypeError")])
+    page = render_html(results)
+    assert "Suite defects (1)" in page and "suite defect: TypeError" in page
+    assert "Failures (1)" in page and "the id is empty" in page
