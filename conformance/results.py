@@ -9,29 +9,70 @@ earlier runs (``--baseline``) can be merged into one verdict.
 from __future__ import annotations
 
 import json
+import re
 import shlex
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from conformance.case import Case
 from conformance.exchange import Exchange, SSEEvent
+from conformance.latency import percentile
 from conformance.requirements import Context, Level, Requirement, Unsupported, Violation
 from conformance.spec import Spec
 
-RESULTS_SCHEMA_VERSION = 1
+RESULTS_SCHEMA_VERSION = 2
 #: Results.meta key: how often each status code was answered (status as a string).
 OBSERVED = "observed_statuses"
 MAX_EXAMPLES = 3
+#: Distinct failing fingerprints kept per requirement; the rest are only counted.
+MAX_FINGERPRINTS = 200
 EXCERPT_CHARS = 2000
+VALUE_CHARS = 500
 TRANSCRIPT_EVENTS = 40
+
+# Indexes in a JSON path (``choices[3]``, ``event[12]``) vary from run to run with the
+# answer's length, not with the defect: a fingerprint replaces them with ``[*]``.
+_INDEX = re.compile(r"\[\d+\]")
+# Numbers and quoted text in a case label (``token prompt (3 ids)``, ``stop='foo'``)
+# depend on the draw, not on the shape of the request.
+_LABEL_NUMBER = re.compile(r"\d+")
+_LABEL_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+
+
+def normalise_path(path: str | None) -> str:
+    """``choices[1].logprobs.text_offset[3]`` -> ``choices[*].logprobs.text_offset[*]``."""
+    return _INDEX.sub("[*]", path or "")
+
+
+def case_key(case: Case) -> str:
+    """The part of a fingerprint that names the case: its rule, else its label's shape."""
+    if case.breaks:
+        return case.breaks
+    return _LABEL_QUOTED.sub("…", _LABEL_NUMBER.sub("#", case.label or case.mode))
 
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """The outcome of one requirement on one exchange."""
+    """The outcome of one requirement on one exchange.
+
+    ``outcome`` is ``passed``, ``failed``, ``unsupported`` (a capability declined with a
+    proper 4xx) or ``error`` (the check itself raised: a defect of the suite, which fails
+    the run). ``case`` is the case key (:func:`case_key`); ``path`` the JSON path or event
+    index the finding is about, when the check said.
+    """
 
     requirement: str
-    outcome: str  # "passed" | "failed" | "unsupported"
+    outcome: str
     message: str = ""
+    path: str | None = None
+    expected: Any = None
+    actual: Any = None
+    case: str = ""
+
+    @property
+    def fingerprint(self) -> str:
+        """What stays the same when the same defect is found again: requirement, case, path."""
+        return f"{self.requirement}|{self.case}|{normalise_path(self.path)}"
 
 
 def evaluate(
@@ -40,25 +81,55 @@ def evaluate(
     exchange: Exchange,
     related: tuple[Exchange, ...] = (),
 ) -> list[Finding]:
-    """Judge ``exchange`` by every requirement that applies to it."""
+    """Judge ``exchange`` by every requirement that applies to it.
+
+    Every check runs behind a barrier: an exception other than Violation/Unsupported is a
+    defect of the suite, recorded as an ``error`` finding of that requirement on this
+    exchange (with the exception type and the check's name), so that one broken check can
+    neither lose the other findings of the exchange nor pass unnoticed.
+    """
     ctx = Context(exchange.case, exchange, spec, related)
+    key = case_key(exchange.case)
     findings = []
     for req in requirements:
         # When the SDK gave up mid-answer, the rest was never read: only the SDK
         # requirements may judge such an exchange (the suite's own client judges its twin).
         if exchange.cut_short_by_sdk and req.area != "sdk":
             continue
-        if not req.applies(ctx):
-            continue
         try:
+            if not req.applies(ctx):
+                continue
             req.check(ctx)
         except Violation as exc:
-            findings.append(Finding(req.id, "failed", str(exc)))
+            findings.append(
+                Finding(
+                    req.id,
+                    "failed",
+                    str(exc),
+                    path=getattr(exc, "path", None),
+                    expected=getattr(exc, "expected", None),
+                    actual=getattr(exc, "actual", None),
+                    case=key,
+                )
+            )
         except Unsupported as exc:
-            findings.append(Finding(req.id, "unsupported", str(exc)))
+            findings.append(Finding(req.id, "unsupported", str(exc), case=key))
+        except Exception as exc:  # the barrier: see the docstring
+            name = getattr(req.check, "__qualname__", repr(req.check))
+            message = f"suite defect: check {name} raised {type(exc).__name__}: {exc}"
+            findings.append(Finding(req.id, "error", message, case=key))
         else:
-            findings.append(Finding(req.id, "passed"))
+            findings.append(Finding(req.id, "passed", case=key))
     return findings
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as stored in results.json: itself when it is small JSON, else its repr."""
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return repr(value)[:VALUE_CHARS]
+    return value if len(text) <= VALUE_CHARS else text[:VALUE_CHARS] + "…"
 
 
 def evidence(exchange: Exchange) -> dict[str, Any]:
@@ -107,44 +178,86 @@ def curl_command(exchange: Exchange) -> str:
 
 @dataclass
 class Tally:
-    """How one requirement fared over a run."""
+    """How one requirement fared over a run.
+
+    ``fingerprints`` holds the distinct fingerprints of its failures (sorted, at most
+    MAX_FINGERPRINTS; ``fingerprints_dropped`` counts the others): what ``--baseline``,
+    merge and compare tell apart. ``errored`` counts exchanges on which the check itself
+    raised (a suite defect).
+    """
 
     id: str
     level: str
     area: str
     statement: str
     source: str
+    evidence: str = ""
     checked: int = 0
     failed: int = 0
     unsupported: int = 0
+    errored: int = 0
+    fingerprints: list[str] = field(default_factory=list)
+    fingerprints_dropped: int = 0
     examples: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def status(self) -> str:
+        if self.errored:
+            return "error"
         if self.failed:
             return "failed"
         if self.unsupported:
             return "unsupported"
         return "passed" if self.checked else "not-tested"
 
+    def add_fingerprints(self, prints: list[str], dropped: int = 0) -> None:
+        """Fold in failing fingerprints, keeping the first MAX_FINGERPRINTS in sort order."""
+        union = sorted(set(self.fingerprints) | set(prints))
+        self.fingerprints = union[:MAX_FINGERPRINTS]
+        self.fingerprints_dropped += dropped + len(union) - len(self.fingerprints)
+
+    def add_example(self, example: dict[str, Any]) -> None:
+        """Keep ``example`` unless there are enough, or one of the same fingerprint is kept."""
+        fp = example.get("fingerprint")
+        if len(self.examples) >= MAX_EXAMPLES:
+            return
+        if fp and any(ex.get("fingerprint") == fp for ex in self.examples):
+            return
+        self.examples.append(example)
+
+
+#: How bad each capability outcome is: merging two observations keeps the worse.
+CAPABILITY_OUTCOMES = ("offered", "declined", "ignored", "broken")
+
 
 @dataclass
 class Results:
-    """Everything a run found, per requirement, plus what it spent."""
+    """Everything a run found, per requirement, plus what it spent.
+
+    ``capabilities`` is the capability table, feature -> ``{"outcome", "detail"}``, filled
+    by the single-feature probes of conformance.capabilities (never by generated requests).
+    """
 
     tallies: dict[str, Tally] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     spent: dict[str, float] = field(
         default_factory=lambda: {"requests": 0, "tokens": 0, "retries": 0}
     )
-    capabilities: dict[str, dict[str, int]] = field(default_factory=dict)
+    capabilities: dict[str, dict[str, str]] = field(default_factory=dict)
     latency: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def for_requirements(cls, requirements: list[Requirement]) -> Results:
         return cls(
             tallies={
-                r.id: Tally(r.id, r.level.value, r.area, r.statement, r.source)
+                r.id: Tally(
+                    r.id,
+                    r.level.value,
+                    r.area,
+                    r.statement,
+                    r.source,
+                    evidence=str(getattr(r, "evidence", "") or ""),
+                )
                 for r in requirements
             }
         )
@@ -155,51 +268,66 @@ class Results:
         self.spent["retries"] += exchange.retries
         self.spent["tokens"] += tokens_used(exchange)
         shown = None
+        key = case_key(exchange.case)
         for f in findings:
+            if not f.case:  # a finding made without its case: the exchange names it
+                f = replace(f, case=key)
             tally = self.tallies[f.requirement]
             tally.checked += 1
             if f.outcome == "unsupported":
                 tally.unsupported += 1
-            if f.outcome == "failed":
+            elif f.outcome == "failed":
                 tally.failed += 1
-            if f.outcome != "passed" and len(tally.examples) < MAX_EXAMPLES:
+                tally.add_fingerprints([f.fingerprint])
+            elif f.outcome == "error":
+                tally.errored += 1
+            if f.outcome != "passed":
                 shown = shown or evidence(exchange)
-                tally.examples.append({"message": f.message, "outcome": f.outcome, **shown})
-        if exchange.case.mode in ("valid", "edge") and exchange.case.tags:
-            for feature in sorted(exchange.case.tags):
-                self.note_capability(feature, capability_outcome(exchange, findings, feature))
+                tally.add_example(
+                    {
+                        "message": f.message,
+                        "outcome": f.outcome,
+                        "fingerprint": f.fingerprint,
+                        "path": f.path,
+                        "expected": jsonable(f.expected),
+                        "actual": jsonable(f.actual),
+                        **shown,
+                    }
+                )
 
-    def note_capability(self, feature: str, outcome: str) -> None:
-        """Count how the target treated a declared feature: honoured, rejected or broke."""
-        counts = self.capabilities.setdefault(feature, {})
-        counts[outcome] = counts.get(outcome, 0) + 1
+    def note_capability(self, feature: str, outcome: str, detail: str = "") -> None:
+        """Enter one probe's outcome in the capability table; the worse of two stays."""
+        if outcome not in CAPABILITY_OUTCOMES:
+            raise ValueError(f"unknown capability outcome {outcome!r}")
+        known = self.capabilities.get(feature)
+        rank = CAPABILITY_OUTCOMES.index
+        if known is None or rank(outcome) > rank(known.get("outcome", "offered")):
+            self.capabilities[feature] = {"outcome": outcome, "detail": detail}
 
     def merge(self, other: Results) -> None:
         """Fold another run's (a worker's, a shard's) results into this one."""
         for rid, theirs in other.tallies.items():
-            mine = self.tallies.setdefault(
-                rid,
-                Tally(
-                    **{
-                        **asdict(theirs),
-                        "checked": 0,
-                        "failed": 0,
-                        "unsupported": 0,
-                        "examples": [],
-                    }
-                ),
-            )
+            mine = self.tallies.get(rid)
+            if mine is None:
+                mine = self.tallies[rid] = Tally(
+                    theirs.id,
+                    theirs.level,
+                    theirs.area,
+                    theirs.statement,
+                    theirs.source,
+                    evidence=theirs.evidence,
+                )
             mine.checked += theirs.checked
             mine.failed += theirs.failed
             mine.unsupported += theirs.unsupported
-            room = MAX_EXAMPLES - len(mine.examples)
-            mine.examples += theirs.examples[: max(room, 0)]
+            mine.errored += theirs.errored
+            mine.add_fingerprints(theirs.fingerprints, theirs.fingerprints_dropped)
+            for example in theirs.examples:
+                mine.add_example(example)
         for key, value in other.spent.items():
             self.spent[key] = self.spent.get(key, 0) + value
-        for feature, counts in other.capabilities.items():
-            for outcome, n in counts.items():
-                self.capabilities.setdefault(feature, {})
-                self.capabilities[feature][outcome] = self.capabilities[feature].get(outcome, 0) + n
+        for feature, entry in other.capabilities.items():
+            self.note_capability(feature, entry["outcome"], entry.get("detail", ""))
         self.latency += other.latency
         observed: dict[str, int] = dict(self.meta.get(OBSERVED, {}))
         for status, n in other.meta.get(OBSERVED, {}).items():
@@ -210,14 +338,22 @@ class Results:
             self.meta[OBSERVED] = dict(sorted(observed.items()))
 
     def failing(self, *, strict: bool = False, known: frozenset[str] = frozenset()) -> list[Tally]:
-        """Requirements whose failures decide the verdict (SHOULD too under ``strict``).
+        """Requirements whose findings decide the verdict (SHOULD too under ``strict``).
 
         ``known`` holds the requirements already failing in a baseline: they do not decide.
+        A requirement whose check raised (see :meth:`errors`) always decides: a suite defect
+        must never end in a green run, whatever the level or the baseline.
         """
         levels = {Level.MUST.value} | ({Level.SHOULD.value} if strict else set())
         return [
-            t for t in self.tallies.values() if t.failed and t.level in levels and t.id not in known
+            t
+            for t in self.tallies.values()
+            if t.errored or (t.failed and t.level in levels and t.id not in known)
         ]
+
+    def errors(self) -> list[Tally]:
+        """Requirements whose check raised on some exchange: the run's verdict is "error"."""
+        return [t for t in self.tallies.values() if t.errored]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -227,6 +363,7 @@ class Results:
             "requirements": [asdict(t) for t in self.tallies.values()],
             "capabilities": self.capabilities,
             "latency": self.latency,
+            "latency_summary": latency_summary(self.latency, self.meta.get("concurrency")),
         }
 
     @classmethod
@@ -248,31 +385,36 @@ class Results:
         return json.dumps(self.to_json(), indent=2, sort_keys=False)
 
 
-# The requirements that judge what a feature does, by requirement-ID prefix: a failure
-# of one of them breaks the feature; a failure elsewhere (an empty `id`, say) does not.
-FEATURE_REQUIREMENTS: dict[str, tuple[str, ...]] = {
-    "param:n": ("CHOICES-", "STREAM-INDEXES"),
-    "param:best_of": ("CHOICES-", "USAGE-MAX-TOKENS"),
-    "param:max_tokens": ("USAGE-MAX-TOKENS", "FINISH-LENGTH", "STREAM-MAX-TOKENS"),
-    "param:echo": ("ECHO-", "STREAM-ECHO"),
-    "param:logprobs": ("LOGPROBS-", "STREAM-LOGPROBS"),
-    "param:stop": ("STOP-", "STREAM-STOP"),
-    "param:stream": ("STREAM-",),
-    "param:stream_options": ("STREAM-USAGE",),
-    "prompt:": ("CHOICES-",),
+#: The per-stream latency figures summarised over a run, and the percentiles shown.
+LATENCY_FIGURES = {
+    "ttfb_s": "time to first byte",
+    "p50_gap_s": "inter-chunk gap (stream median)",
+    "total_s": "total time per stream",
 }
+PERCENTILES = (50, 90, 99)
 
 
-def capability_outcome(exchange: Exchange, findings: list[Finding], feature: str) -> str:
-    """How a valid request's feature fared: honoured, rejected (proper 4xx) or broke."""
-    status = exchange.status
-    if status is not None and 400 <= status < 500 and status != 429:
-        return "rejected"
-    if status != 200:
-        return "broke"  # 5xx, another status, or no answer at all
-    prefixes = next((v for k, v in FEATURE_REQUIREMENTS.items() if feature.startswith(k)), ())
-    broken = any(f.outcome == "failed" and f.requirement.startswith(prefixes) for f in findings)
-    return "broke" if broken else "honoured"
+def latency_summary(entries: list[dict[str, Any]], concurrency: Any = None) -> dict[str, Any]:
+    """p50/p90/p99 of time to first byte, inter-chunk gap and total time over the streams.
+
+    The gap of a stream is its median gap between events, so one slow stream weighs as
+    one stream. ``concurrency`` is the number of requests in flight they were measured at.
+    """
+    out: dict[str, Any] = {
+        "streams": len(entries),
+        "buffered": sum(1 for e in entries if e.get("buffered") is True),
+        "concurrency": concurrency,
+    }
+    for key in LATENCY_FIGURES:
+        values = [
+            float(e[key])
+            for e in entries
+            if isinstance(e.get(key), int | float) and not isinstance(e.get(key), bool)
+        ]
+        out[key] = (
+            {f"p{q}": round(percentile(values, q), 4) for q in PERCENTILES} if values else None
+        )
+    return out
 
 
 def tokens_used(exchange: Exchange) -> int:

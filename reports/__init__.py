@@ -9,18 +9,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from conformance.results import Results
-from reports.baseline import BaselineDiff, compare_to_baseline
+from reports.baseline import BaselineDiff, check_baseline, compare_to_baseline
 from reports.html import render_html, write_html
 from reports.junit import write_junit
+from reports.run_summary import summary_markdown, write_summary
 
 __all__ = [
     "BaselineDiff",
+    "check_baseline",
     "compare_to_baseline",
     "render_html",
+    "summary_markdown",
     "write_all",
     "write_html",
     "write_json",
     "write_junit",
+    "write_summary",
 ]
 
 
@@ -37,4 +41,5 @@ def write_all(results: Results, report_dir: Path) -> list[Path]:
         write_junit(results, report_dir / "junit.xml"),
         write_html(results, report_dir / "report.html"),
         write_json(results, report_dir / "results.json"),
+        write_summary(results, report_dir / "summary.md"),
     ]

@@ -1,39 +1,49 @@
-"""Compare a run with an earlier one: which failures are known, new or fixed.
+"""Compare a run with an earlier one: which failures are known, new or fixed, by fingerprint.
 
 How the plugin's ``--baseline FILE`` uses it (the plugin owns the option and the verdict):
 
 1. load FILE with ``Results.from_json`` (a ``results.json`` of an accepted earlier run);
-2. ``diff = compare_to_baseline(results, baseline)`` at session end, before the verdict;
-3. the run fails only on ``diff.new`` requirements whose level decides the verdict (MUST,
-   and SHOULD under ``--strict-should``); ``diff.known`` failures are still reported in full but
-   do not fail the run; ``diff.fixed`` is listed so the baseline can be refreshed;
-4. ``results.meta["baseline"] = diff.to_json() | {"file": str(FILE)}`` so that the HTML
-   and Markdown reports show the three lists.
+2. ``errors, warnings = check_baseline(results.meta, baseline)``: an error (another spec)
+   refuses the baseline with one ``ERROR:`` line; warnings (another model or target) go to
+   the terminal header and ``results.meta["baseline_warnings"]`` (every report shows them);
+3. ``diff = compare_to_baseline(results, baseline)`` at session end, before the verdict;
+4. the run fails when ``diff.new_failures`` holds a requirement whose level decides the
+   verdict (MUST, and SHOULD under ``--strict-should``): a requirement with a failure
+   fingerprint the baseline does not have, even if the requirement failed there on
+   another field. ``diff.known`` failures are reported in full but do not fail the run;
+   ``diff.fixed`` is listed so the baseline can be refreshed;
+5. ``results.meta["baseline"] = diff.to_json() | {"file": str(FILE)}`` so that every report
+   shows the lists.
 
+A fingerprint is ``REQUIREMENT|case|path`` (conformance.results.Finding.fingerprint).
 A requirement "fails" here when at least one exchange failed it, whatever its level; the
 level filter belongs to the verdict, not to the diff.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.results import Results
+from conformance.results import Results, Tally
 
 
 @dataclass(frozen=True, slots=True)
 class BaselineDiff:
-    """Failures of the current run relative to a baseline run, as sorted requirement IDs.
+    """Failure fingerprints of the current run relative to a baseline run, sorted.
 
-    ``unverified`` holds baseline failures that the current run did not test (skipped by
-    ``--checks``, out of budget): neither known nor fixed, since nothing was observed.
+    ``unverified`` holds baseline fingerprints of requirements the current run did not
+    test (skipped by ``--checks``, out of budget): neither known nor fixed, since nothing
+    was observed. ``new_failures`` is what the verdict reads: the requirements with at
+    least one new fingerprint.
     """
 
     known: tuple[str, ...] = ()
     new: tuple[str, ...] = ()
     fixed: tuple[str, ...] = ()
     unverified: tuple[str, ...] = ()
+    new_failures: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The form stored in ``results.meta["baseline"]``."""
@@ -42,22 +52,85 @@ class BaselineDiff:
             "new": list(self.new),
             "fixed": list(self.fixed),
             "unverified": list(self.unverified),
+            "new_failures": list(self.new_failures),
         }
 
 
-def _failing(results: Results) -> set[str]:
-    return {rid for rid, tally in results.tallies.items() if tally.failed}
+def requirement_of(fingerprint: str) -> str:
+    """The requirement ID a fingerprint belongs to."""
+    return fingerprint.split("|", 1)[0]
+
+
+def _prints(tally: Tally | None) -> set[str]:
+    if tally is None or not tally.failed:
+        return set()
+    # A failure recorded without a fingerprint (it cannot happen in schema 2, but a hand-made
+    # file could) still counts, under the requirement alone.
+    return set(tally.fingerprints) or {f"{tally.id}||"}
 
 
 def compare_to_baseline(current: Results, baseline: Results) -> BaselineDiff:
-    """Split the failures of ``current`` into known and new, and find the fixed ones."""
-    now, before = _failing(current), _failing(baseline)
-    checked_clean = {
-        rid for rid, tally in current.tallies.items() if tally.checked and not tally.failed
-    }
+    """Split the failure fingerprints of ``current`` into known and new; find the fixed ones."""
+    known: set[str] = set()
+    new: set[str] = set()
+    fixed: set[str] = set()
+    unverified: set[str] = set()
+    new_failures: set[str] = set()
+    for rid in set(current.tallies) | set(baseline.tallies):
+        mine, theirs = current.tallies.get(rid), baseline.tallies.get(rid)
+        now, before = _prints(mine), _prints(theirs)
+        known |= now & before
+        fresh = now - before
+        new |= fresh
+        # Past the fingerprint cap a failure cannot be named: more dropped than the
+        # baseline dropped means failures the baseline may not have had.
+        overflow = (mine.fingerprints_dropped if mine else 0) > (
+            theirs.fingerprints_dropped if theirs else 0
+        )
+        if fresh or (now and overflow):
+            new_failures.add(rid)
+        if mine is not None and mine.checked:
+            fixed |= before - now
+        else:
+            unverified |= before
     return BaselineDiff(
-        known=tuple(sorted(now & before)),
-        new=tuple(sorted(now - before)),
-        fixed=tuple(sorted(before & checked_clean)),
-        unverified=tuple(sorted(before - now - checked_clean)),
+        known=tuple(sorted(known)),
+        new=tuple(sorted(new)),
+        fixed=tuple(sorted(fixed)),
+        unverified=tuple(sorted(unverified)),
+        new_failures=tuple(sorted(new_failures)),
     )
+
+
+def baseline_line(diff: Mapping[str, Any]) -> str:
+    """The terminal line of a diff (``results.meta["baseline"]``): counts of fingerprints,
+    with the requirements they belong to, e.g.
+    ``baseline: 69 known (RESP-ID), 2 new (RESP-CREATED), 0 fixed (-)``."""
+
+    def part(key: str) -> str:
+        prints = list(diff.get(key) or [])
+        rids = sorted({requirement_of(f) for f in prints})
+        return f"{len(prints)} {key} ({', '.join(rids) or '-'})"
+
+    return "baseline: " + ", ".join(part(k) for k in ("known", "new", "fixed"))
+
+
+def check_baseline(
+    results_meta: Mapping[str, Any], baseline: Results
+) -> tuple[list[str], list[str]]:
+    """Whether ``baseline`` may judge this run: (errors that refuse it, warnings to show).
+
+    A baseline of another spec compares different requirements and bounds: refused. One of
+    another model or target is allowed (a gateway compared with its upstream), with a
+    warning, since its failures may not be the same failures.
+    """
+    errors: list[str] = []
+    warnings: list[str] = []
+    theirs = baseline.meta
+    for key, severity in (("spec", errors), ("model", warnings), ("target", warnings)):
+        mine, before = results_meta.get(key), theirs.get(key)
+        if mine is not None and before is not None and mine != before:
+            severity.append(
+                f"the baseline was recorded with {key} {before!r}, this run uses {mine!r}"
+            )
+    return errors, warnings

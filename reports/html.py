@@ -11,16 +11,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from conformance.results import RESULTS_SCHEMA_VERSION, Results, Tally
+from conformance.results import RESULTS_SCHEMA_VERSION, Results, Tally, latency_summary
 from reports.render import render
 from reports.summary import (
+    ERROR,
     FAILED,
     LEVELS,
     STATUS_LABELS,
     VERDICTS,
     WARNED,
     by_area_and_level,
-    capability_verdict,
+    capability_rows,
+    coverage_of,
+    evidence_label,
     is_strict,
     ordered,
     pretty_body,
@@ -45,6 +48,10 @@ def example_view(example: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "message": str(example.get("message", "")),
         "outcome": str(example.get("outcome", "failed")),
+        "fingerprint": str(example.get("fingerprint") or ""),
+        "path": example.get("path"),
+        "expected": example.get("expected"),
+        "actual": example.get("actual"),
         "case": str(example.get("case") or ""),
         "mode": str(example.get("mode") or ""),
         "breaks": example.get("breaks"),
@@ -73,29 +80,21 @@ def requirement_view(tally: Tally, *, strict: bool) -> dict[str, Any]:
         "area": tally.area,
         "statement": tally.statement,
         "source": tally.source,
+        "evidence": evidence_label(tally),
         "checked": tally.checked,
         "failed": tally.failed,
         "unsupported": tally.unsupported,
+        "errored": tally.errored,
+        "distinct": len(tally.fingerprints) + tally.fingerprints_dropped,
         "status": status,
         "label": STATUS_LABELS[status],
         "examples": [
             example_view(ex) for ex in tally.examples if ex.get("outcome", "failed") == "failed"
         ][:MAX_SHOWN],
+        "errors": [example_view(ex) for ex in tally.examples if ex.get("outcome") == "error"][
+            :MAX_SHOWN
+        ],
     }
-
-
-def capability_rows(capabilities: Mapping[str, Mapping[str, int]]) -> list[dict[str, Any]]:
-    """The capability table: feature × honoured / rejected / broke, sorted by feature."""
-    return [
-        {
-            "feature": feature,
-            "honoured": counts.get("honoured", 0),
-            "rejected": counts.get("rejected", 0),
-            "broke": counts.get("broke", 0),
-            "verdict": capability_verdict(counts),
-        }
-        for feature, counts in sorted(capabilities.items())
-    ]
 
 
 def latency_cell(value: Any) -> tuple[str, bool]:
@@ -134,16 +133,26 @@ def report_context(results: Results) -> dict[str, Any]:
     """Everything the report template shows, computed from ``results`` alone."""
     strict = is_strict(results)
     rows = [requirement_view(t, strict=strict) for t in ordered(results.tallies.values())]
-    failures = [r for r in rows if r["status"] == FAILED] + [
+    # A requirement whose check raised on some exchanges may have failed on others: its
+    # failures are listed too (the suite defect is listed apart).
+    failures = [r for r in rows if r["status"] in (FAILED, ERROR) and r["failed"]] + [
         r for r in rows if r["status"] == WARNED
     ]
+    verdict = verdict_of(results)
     columns, latency_rows = latency_table(results.latency)
     meta = results.meta
     return {
         "meta": meta,
         "target": str(meta.get("target", "unknown target")),
-        "verdict": verdict_of(results),
-        "verdict_text": VERDICTS.get(verdict_of(results), "The run recorded this verdict."),
+        "verdict": verdict,
+        # Only a run that was passed gets green; incomplete is amber, never a pass.
+        "verdict_class": verdict
+        if verdict in ("passed", "failed", "incomplete", ERROR)
+        else "unknown",
+        "verdict_text": VERDICTS.get(verdict, "The run recorded this verdict."),
+        "coverage": coverage_of(results),
+        "suite_errors": [r for r in rows if r["status"] == ERROR],
+        "baseline_warnings": list(meta.get("baseline_warnings") or []),
         "strict": strict,
         "errata": list(meta.get("errata") or []),
         "baseline": meta.get("baseline") or None,
@@ -153,9 +162,10 @@ def report_context(results: Results) -> dict[str, Any]:
         "summary": by_area_and_level(results),
         "scores": scores(results),
         "requirements": rows,
-        "deciding": sum(1 for r in rows if r["status"] == FAILED),
+        "deciding": sum(1 for r in failures if r["status"] != WARNED),
         "failures": failures,
-        "capabilities": capability_rows(results.capabilities),
+        "capabilities": capability_rows(results),
+        "latency_summary": latency_summary(results.latency, meta.get("concurrency")),
         "observed": observed_statuses(meta),
         "latency_columns": columns,
         "latency_rows": latency_rows,

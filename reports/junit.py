@@ -5,7 +5,10 @@ Layout, chosen for what CI systems (Jenkins, GitLab, GitHub annotations) render 
 its stable ID with ``classname`` = its area, so runs line up across deploys. Failures that
 decide the verdict are ``<failure>``; findings that do not (SHOULD without ``--strict-should``,
 CAPABILITY) go to ``<system-out>`` so that the job stays green; untested requirements are
-``<skipped>``.
+``<skipped>`` (with the reason from the run's coverage: untested, not applicable,
+deselected). A check that raised is an ``<error>`` (a suite defect). When MUST
+requirements were left untested, one more testcase, ``coverage``, fails and lists them, so
+that a CI view never shows an incomplete run as all green.
 """
 
 from __future__ import annotations
@@ -19,10 +22,14 @@ from typing import Any
 
 from conformance.results import Results, Tally
 from reports.summary import (
+    ERROR,
     FAILED,
     NOT_TESTED,
     UNSUPPORTED,
     WARNED,
+    Coverage,
+    coverage_of,
+    evidence_label,
     is_strict,
     ordered,
     pretty_body,
@@ -73,8 +80,8 @@ def example_text(example: Mapping[str, Any]) -> str:
 def finding_text(tally: Tally, outcome: str) -> str:
     """The requirement, how often it failed (or was declined), and the first examples."""
     examples = [ex for ex in tally.examples if ex.get("outcome", "failed") == outcome]
-    count = tally.failed if outcome == "failed" else tally.unsupported
-    verb = "failed" if outcome == "failed" else "was declined"
+    count = {"failed": tally.failed, "error": tally.errored}.get(outcome, tally.unsupported)
+    verb = {"failed": "failed", "error": "raised in the suite"}.get(outcome, "was declined")
     parts = [
         f"{tally.id} [{tally.level}] {tally.statement}",
         f"source: {tally.source}",
@@ -105,14 +112,40 @@ def _property(parent: ET.Element, name: str, value: object) -> None:
     ET.SubElement(parent, "property", name=name, value=xml_safe(str(value)))
 
 
-def _testcase(suite: ET.Element, tally: Tally, *, strict: bool) -> str:
+def _skip_reason(tally: Tally, coverage: Coverage) -> str:
+    for label, pairs in (
+        ("untested", coverage.untested),
+        ("not applicable", coverage.not_applicable),
+    ):
+        why = next((w for rid, w in pairs if rid == tally.id), None)
+        if why is not None:
+            return f"{label}: {why}" if why else label
+    if tally.id in coverage.deselected:
+        return "deselected (--checks / --skip-checks)"
+    return "no exchange in this run was judged by it"
+
+
+def _testcase(suite: ET.Element, tally: Tally, *, strict: bool, coverage: Coverage) -> str:
     """Append the testcase of ``tally`` and return its status."""
     case = ET.SubElement(suite, "testcase", classname=tally.area, name=tally.id, time="0")
     props = ET.SubElement(case, "properties")
     for key in ("level", "source", "area", "statement", "checked", "failed", "unsupported"):
         _property(props, key, getattr(tally, key))
+    if tally.evidence:
+        _property(props, "evidence", evidence_label(tally))
+    if tally.fingerprints:
+        _property(props, "fingerprints", "\n".join(tally.fingerprints))
     status = status_of(tally, strict=strict)
-    if status == FAILED:
+    if status == ERROR:
+        first = next((ex for ex in tally.examples if ex.get("outcome") == "error"), {})
+        error = ET.SubElement(
+            case,
+            "error",
+            message=xml_safe(str(first.get("message", "the check raised"))[:MESSAGE_CHARS]),
+            type="suite defect",
+        )
+        error.text = xml_safe(finding_text(tally, "error"))
+    elif status == FAILED:
         failure = ET.SubElement(
             case, "failure", message=xml_safe(_failure_message(tally)), type=tally.level
         )
@@ -132,8 +165,23 @@ def _testcase(suite: ET.Element, tally: Tally, *, strict: bool) -> str:
             f"{finding_text(tally, 'unsupported')}"
         )
     elif status == NOT_TESTED:
-        ET.SubElement(case, "skipped", message="no exchange in this run was judged by it")
+        ET.SubElement(case, "skipped", message=xml_safe(_skip_reason(tally, coverage)))
     return status
+
+
+def _coverage_case(suite: ET.Element, coverage: Coverage) -> bool:
+    """The ``coverage`` testcase: fails listing the untested requirements; True if it failed."""
+    case = ET.SubElement(suite, "testcase", classname="coverage", name="untested", time="0")
+    if not coverage.untested:
+        return False
+    failure = ET.SubElement(
+        case,
+        "failure",
+        message=f"{len(coverage.untested)} requirement(s) left untested: incomplete, not passed",
+        type="incomplete",
+    )
+    failure.text = xml_safe("\n".join(f"{rid}: {why}" for rid, why in coverage.untested))
+    return True
 
 
 def build_junit(results: Results) -> ET.Element:
@@ -150,11 +198,18 @@ def build_junit(results: Results) -> ET.Element:
     _property(props, "verdict", verdict_of(results))
     _property(props, "errata", ", ".join(str(e.get("id")) for e in meta.get("errata", [])))
     _property(props, "spent", json.dumps(results.spent, sort_keys=True))
-    statuses = [_testcase(suite, t, strict=strict) for t in ordered(results.tallies.values())]
+    coverage = coverage_of(results)
+    if coverage.untested:
+        _property(props, "untested", ", ".join(rid for rid, _ in coverage.untested))
+    statuses = [
+        _testcase(suite, t, strict=strict, coverage=coverage)
+        for t in ordered(results.tallies.values())
+    ]
+    incomplete = _coverage_case(suite, coverage)
     counts = {
-        "tests": str(len(statuses)),
-        "failures": str(statuses.count(FAILED)),
-        "errors": "0",
+        "tests": str(len(statuses) + 1),
+        "failures": str(statuses.count(FAILED) + incomplete),
+        "errors": str(statuses.count(ERROR)),
         "skipped": str(statuses.count(NOT_TESTED)),
         "time": str(meta.get("wall_time", 0)),
     }

@@ -7,12 +7,20 @@ cell goes through :func:`cell`, which keeps the table intact and the text inert.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
-from reports.matrix import FAIL, MISSING, PASS, UNTESTED, Cell, Comparison, Offer
+from reports.matrix import FAIL, MISSING, PASS, SUITE_ERROR, UNTESTED, Cell, Comparison, Offer
 from reports.summary import LEVELS
 
-_ICON = {PASS: "✅ pass", FAIL: "❌ fail", MISSING: "⊘ unsupported", UNTESTED: "➖ not tested"}
+_ICON = {
+    PASS: "✅ pass",
+    FAIL: "❌ fail",
+    MISSING: "⊘ unsupported",
+    UNTESTED: "➖ not tested",
+    SUITE_ERROR: "💥 suite error",
+}
 _VERDICT = {"passed": "✅ passed", "failed": "❌ failed"}  # others: ⚠️ and the word
+_OFFER = {"offered": "✅", "declined": "⊘", "ignored": "⚠️", "broken": "❌"}
 _LEVEL_LABEL = {"MUST": "MUST passed", "SHOULD": "SHOULD passed", "CAPABILITY": "Capabilities"}
 
 
@@ -37,12 +45,31 @@ def matrix_cell(c: Cell) -> str:
 
 
 def offer_cell(o: Offer) -> str:
-    """``honoured (3)``, or ``broke (2 honoured, 1 broke)`` when the outcomes differ."""
-    if not o.counts:
-        return o.verdict
-    if not o.mixed:
-        return f"{o.verdict} ({o.counts[0][1]})"
-    return f"{o.verdict} ({', '.join(f'{n} {k}' for k, n in o.counts)})"
+    """``✅ offered``, ``⚠️ ignored (1 choice(s) for 2 asked)``, or ``not probed``."""
+    if not o.outcome:
+        return "not probed"
+    text = f"{_OFFER.get(o.outcome, '')} {o.outcome}".strip()
+    return text if o.outcome == "offered" or not o.detail else f"{text} ({o.detail})"
+
+
+def latency_cell(summary: dict[str, Any]) -> str:
+    """``TTFB p50/p90/p99 0.120/0.300/0.410 s; ...`` of one run, or ``n/a``."""
+    if not summary.get("streams"):
+        return "n/a"
+    parts = [
+        f"{name} {'/'.join(f'{v:.3f}' for v in summary[key].values())}"
+        for key, name in (("ttfb_s", "TTFB"), ("p50_gap_s", "gap"), ("total_s", "total"))
+        if summary.get(key)
+    ]
+    where = summary.get("concurrency")
+    return (
+        "; ".join(parts) + f" (p50/p90/p99 s, concurrency {where if where is not None else 'n/a'})"
+    )
+
+
+def _untested(pairs: tuple[tuple[str, str], ...]) -> str:
+    """``2: AUTH-REQUIRED, RESP-ID`` or ``none``."""
+    return f"{len(pairs)}: {', '.join(rid for rid, _ in pairs)}" if pairs else "none"
 
 
 def comparison_markdown(comparison: Comparison) -> str:
@@ -55,6 +82,7 @@ def comparison_markdown(comparison: Comparison) -> str:
             [_LEVEL_LABEL[level], *(t.scores[level].text() for t in comparison.targets)]
             for level in LEVELS
         ),
+        ["Untested", *(_untested(t.coverage.untested) for t in comparison.targets)],
         ["Spec", *(t.meta.get("spec", "") for t in comparison.targets)],
         ["Model", *(t.meta.get("model", "") for t in comparison.targets)],
         [
@@ -64,6 +92,7 @@ def comparison_markdown(comparison: Comparison) -> str:
                 for t in comparison.targets
             ),
         ],
+        ["Streaming latency", *(latency_cell(t.latency) for t in comparison.targets)],
     ]
     lines += table(["", *names], overview)
     lines += [
@@ -82,7 +111,7 @@ def comparison_markdown(comparison: Comparison) -> str:
         ),
     )
     if comparison.capabilities:
-        lines += ["", "## Capabilities", ""]
+        lines += ["", "## Capabilities (one probe per feature)", ""]
         lines += table(
             ["Feature", *names],
             (

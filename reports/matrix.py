@@ -9,17 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.results import Results, Tally
+from conformance.results import Results, Tally, latency_summary
 from reports.summary import (
+    ERROR,
     FAILED,
     NOT_TESTED,
-    OUTCOMES,
     PASSED,
     UNSUPPORTED,
     WARNED,
+    Coverage,
     Score,
     area_rank,
-    capability_verdict,
+    coverage_of,
     is_strict,
     scores,
     status_of,
@@ -31,41 +32,49 @@ PASS = "pass"
 FAIL = "fail"
 MISSING = "unsupported"  # capability missing: declined with a proper 4xx
 UNTESTED = "not tested"
+SUITE_ERROR = "suite error"  # the check raised: a defect of the suite, not of the target
 
-_CELL = {PASSED: PASS, FAILED: FAIL, WARNED: FAIL, UNSUPPORTED: MISSING, NOT_TESTED: UNTESTED}
+_CELL = {
+    PASSED: PASS,
+    FAILED: FAIL,
+    WARNED: FAIL,
+    UNSUPPORTED: MISSING,
+    NOT_TESTED: UNTESTED,
+    ERROR: SUITE_ERROR,
+}
 
 
 @dataclass(frozen=True, slots=True)
 class Cell:
     """How one target fared on one requirement."""
 
-    outcome: str  # PASS | FAIL | MISSING | UNTESTED
+    outcome: str  # PASS | FAIL | MISSING | UNTESTED | SUITE_ERROR
     failed: int = 0
     checked: int = 0
+    distinct: int = 0  # distinct failure fingerprints
 
     @property
     def detail(self) -> str:
-        """``3/40`` failed exchanges for a failure, empty otherwise."""
-        return f"{self.failed}/{self.checked}" if self.outcome == FAIL else ""
+        """``3/40, 2 distinct`` failed exchanges for a failure, empty otherwise."""
+        if self.outcome != FAIL:
+            return ""
+        text = f"{self.failed}/{self.checked}"
+        return text + (f", {self.distinct} distinct" if self.distinct > 1 else "")
 
 
 @dataclass(frozen=True, slots=True)
 class Offer:
-    """How one target treated one declared feature: a verdict and the non-zero counts."""
+    """How one target treated one probed feature: offered, declined, ignored or broken."""
 
-    verdict: str
-    counts: tuple[tuple[str, int], ...] = ()
-
-    @property
-    def mixed(self) -> bool:
-        """Whether the target treated the feature in more than one way."""
-        return len(self.counts) > 1
+    outcome: str  # empty when the feature was not probed in that run
+    detail: str = ""
 
 
-def offer(counts: dict[str, int]) -> Offer:
-    """The :class:`Offer` of a ``{outcome: count}`` mapping, outcomes in a fixed order."""
-    shown = tuple((k, counts[k]) for k in OUTCOMES if counts.get(k))
-    return Offer(capability_verdict(counts), shown)
+def offer(entry: dict[str, str] | None) -> Offer:
+    """The :class:`Offer` of one capability-table entry (None: not probed)."""
+    if not entry:
+        return Offer("")
+    return Offer(str(entry.get("outcome", "")), str(entry.get("detail", "")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +98,8 @@ class Target:
     meta: dict[str, Any]
     spent: dict[str, float]
     baseline: dict[str, Any] | None
+    coverage: Coverage
+    latency: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +114,8 @@ class Comparison:
 def _cell(tally: Tally | None, *, strict: bool) -> Cell:
     if tally is None:
         return Cell(UNTESTED)
-    return Cell(_CELL[status_of(tally, strict=strict)], tally.failed, tally.checked)
+    status = status_of(tally, strict=strict)
+    return Cell(_CELL[status], tally.failed, tally.checked, len(tally.fingerprints))
 
 
 def _describing(runs: list[Results], rid: str) -> Tally:
@@ -123,7 +135,7 @@ def compare(runs: list[tuple[str, Results]]) -> Comparison:
         rows.append(Row(rid, about.level, about.area, about.statement, cells))
     features = sorted({f for r in results for f in r.capabilities})
     capabilities = tuple(
-        (feature, tuple(offer(r.capabilities.get(feature, {})) for r in results))
+        (feature, tuple(offer(r.capabilities.get(feature)) for r in results))
         for feature in features
     )
     targets = tuple(
@@ -134,6 +146,8 @@ def compare(runs: list[tuple[str, Results]]) -> Comparison:
             meta=r.meta,
             spent=r.spent,
             baseline=r.meta.get("baseline") or None,
+            coverage=coverage_of(r),
+            latency=latency_summary(r.latency, r.meta.get("concurrency")),
         )
         for name, r in runs
     )

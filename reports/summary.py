@@ -16,7 +16,6 @@ from conformance.requirements import AREAS, Level
 from conformance.results import Results, Tally
 
 LEVELS = tuple(level.value for level in Level)
-OUTCOMES = ("honoured", "rejected", "broke")  # how a target treated a declared feature
 
 # Statuses of one requirement in one run, as the reports show them.
 PASSED = "passed"
@@ -26,8 +25,10 @@ WARNED = (
 )
 UNSUPPORTED = "unsupported"  # a CAPABILITY the target declined properly
 NOT_TESTED = "not-tested"
+ERROR = "error"  # the check itself raised: a suite defect, which fails the run
 
 STATUS_LABELS = {
+    ERROR: "suite error",
     PASSED: "pass",
     FAILED: "fail",
     WARNED: "fail (advisory)",
@@ -47,7 +48,9 @@ def deciding_levels(*, strict: bool) -> frozenset[str]:
 
 
 def status_of(tally: Tally, *, strict: bool) -> str:
-    """The report status of one requirement: failures first, then declines, then checks."""
+    """The report status of one requirement: suite errors, failures, declines, then checks."""
+    if tally.errored:
+        return ERROR
     if tally.failed:
         return FAILED if tally.level in deciding_levels(strict=strict) else WARNED
     if tally.unsupported:
@@ -57,20 +60,76 @@ def status_of(tally: Tally, *, strict: bool) -> str:
 
 # What each verdict the plugin records means, for the reader of a report.
 VERDICTS = {
-    "passed": "Every tested requirement that decides the verdict held.",
+    "passed": "Every requirement that decides the verdict was tested and held.",
     "failed": "A requirement that decides the verdict failed.",
-    "error": "A suite test broke, collection failed, or the run was interrupted.",
+    "incomplete": "Nothing failed, but MUST requirements were left untested: not a pass.",
+    "error": "A check of the suite raised, a suite test broke, or the run was interrupted.",
     "not-run": "No request was sent: nothing was judged.",
     "no-verdict": "The target kept answering 429 after retries: no verdict was reached.",
 }
 
 
 def verdict_of(results: Results) -> str:
-    """The run's verdict as recorded; derived from the deciding tallies when absent."""
+    """The run's verdict as recorded; derived from the deciding tallies when absent.
+
+    A recorded ``passed`` with untested requirements in the coverage reads ``incomplete``.
+    """
     recorded = results.meta.get("verdict")
     if isinstance(recorded, str) and recorded:
+        # Never a green "passed" over untested requirements, whoever recorded it.
+        if recorded == PASSED and coverage_of(results).untested:
+            return "incomplete"
         return recorded
-    return FAILED if results.failing(strict=is_strict(results)) else PASSED
+    if results.errors():
+        return ERROR
+    if results.failing(strict=is_strict(results)):
+        return FAILED
+    return "incomplete" if coverage_of(results).untested else PASSED
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """``results.meta["coverage"]`` as the reports read it: (id, reason) pairs and IDs."""
+
+    untested: tuple[tuple[str, str], ...] = ()
+    not_applicable: tuple[tuple[str, str], ...] = ()
+    deselected: tuple[str, ...] = ()
+    recorded: bool = False  # whether the run recorded coverage at all
+
+
+def _pairs(entries: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(entries, list):
+        return ()
+    return tuple(
+        (str(e.get("id", "")), str(e.get("reason", ""))) for e in entries if isinstance(e, Mapping)
+    )
+
+
+def coverage_of(results: Results) -> Coverage:
+    """The run's coverage (untested, not applicable, deselected); empty when not recorded."""
+    raw = results.meta.get("coverage")
+    if not isinstance(raw, Mapping):
+        return Coverage()
+    return Coverage(
+        untested=_pairs(raw.get("untested")),
+        not_applicable=_pairs(raw.get("not_applicable")),
+        deselected=tuple(str(d) for d in raw.get("deselected") or []),
+        recorded=True,
+    )
+
+
+#: What each evidence tier means (conformance.requirements.Requirement.evidence).
+EVIDENCE = {
+    "spec-schema": "spec schema",
+    "spec-text": "spec text",
+    "client-visible": "client-visible",
+    "server-habit": "server habit",
+}
+
+
+def evidence_label(tally: Tally) -> str:
+    """The requirement's evidence tier as the reports show it; empty when not recorded."""
+    return EVIDENCE.get(tally.evidence, tally.evidence)
 
 
 def area_rank(area: str) -> tuple[int, str]:
@@ -111,7 +170,7 @@ class Counts:
         """These counts with one more requirement of ``status``."""
         return Counts(
             passed=self.passed + (status == PASSED),
-            failed=self.failed + (status in (FAILED, WARNED)),
+            failed=self.failed + (status in (FAILED, WARNED, ERROR)),
             skipped=self.skipped + (status == NOT_TESTED),
             unsupported=self.unsupported + (status == UNSUPPORTED),
             advisory=self.advisory + (status == WARNED),
@@ -159,28 +218,24 @@ def scores(results: Results) -> dict[str, Score]:
     """One score per level; see docs/results-schema.md ("Scores") for the definition.
 
     A requirement counts as tested when at least one exchange was judged by it, and as
-    passed when none of those failed. A single failing exchange fails the requirement:
+    passed when none of those failed (nor raised in the suite). A single failing exchange fails the requirement:
     conformance is not an average over requests. For CAPABILITY, "passed" means the
     target supports the feature (neither declined it nor broke on it).
     """
     out = {}
     for level in LEVELS:
         tested = [t for t in results.tallies.values() if t.level == level and t.checked]
-        passed = [t for t in tested if not t.failed and not t.unsupported]
+        passed = [t for t in tested if not t.failed and not t.unsupported and not t.errored]
         out[level] = Score(level, len(passed), len(tested))
     return out
 
 
-def capability_verdict(counts: Mapping[str, int]) -> str:
-    """One word for how a target treated a feature; breaking it once outweighs the rest."""
-    if counts.get("broke"):
-        return "broke"
-    honoured, rejected = counts.get("honoured", 0), counts.get("rejected", 0)
-    if honoured and rejected:
-        return "mixed"
-    if rejected:
-        return "rejected"
-    return "honoured" if honoured else "not tested"
+def capability_rows(results: Results) -> list[tuple[str, str, str]]:
+    """The capability table as (feature, outcome, detail), sorted by feature."""
+    return [
+        (feature, str(entry.get("outcome", "")), str(entry.get("detail", "")))
+        for feature, entry in sorted(results.capabilities.items())
+    ]
 
 
 def transcript_lines(example: Mapping[str, Any]) -> list[str]:

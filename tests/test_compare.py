@@ -25,7 +25,11 @@ def _tally(
         "source": "spec",
         "checked": checked,
         "failed": failed,
+        "evidence": "spec-schema",
         "unsupported": unsupported,
+        "errored": 0,
+        "fingerprints": [f"{rid}|gen|"] if failed else [],
+        "fingerprints_dropped": 0,
         "examples": [],
     }
 
@@ -41,7 +45,7 @@ def _run(target: str, *, failing: bool, **meta: Any) -> dict[str, Any]:
     if not failing:
         requirements.append(_tally("AUTH-401", "MUST", "auth", 1))
     return {
-        "schema_version": 1,
+        "schema_version": 2,
         "meta": {
             "target": target,
             "spec": "aihubmix",
@@ -51,7 +55,9 @@ def _run(target: str, *, failing: bool, **meta: Any) -> dict[str, Any]:
         },
         "spent": {"requests": 20, "tokens": 100, "retries": 0},
         "requirements": requirements,
-        "capabilities": {"echo": {"rejected": 2}} if failing else {"echo": {"honoured": 2}},
+        "capabilities": {"echo": {"outcome": "declined", "detail": "400 with the error envelope"}}
+        if failing
+        else {"echo": {"outcome": "offered", "detail": "200"}},
         "latency": [],
     }
 
@@ -83,7 +89,7 @@ def test_markdown_matrix_capabilities_and_scores(two_runs: list[Path], tmp_path:
     assert "| `STREAM-DONE-LAST` | MUST | streaming | ✅ pass | ❌ fail 3/4 |" in md
     assert "| `CAP-ECHO` | CAPABILITY | semantics | ✅ pass | ⊘ unsupported |" in md
     assert "| `AUTH-401` | MUST | auth | ✅ pass | ➖ not tested |" in md
-    assert "| echo | honoured (2) | rejected (2) |" in md
+    assert "| echo | ✅ offered | ⊘ declined (400 with the error envelope) |" in md
     assert "| MUST passed | 100% (3/3) | 50% (1/2) |" in md
     assert "| SHOULD passed | 100% (1/1) | 100% (1/1) |" in md
     assert "| Verdict | ✅ passed | ❌ failed |" in md
@@ -98,6 +104,7 @@ def test_html_matrix_capabilities_and_scores(two_runs: list[Path], tmp_path: Pat
     assert '>fail</span> <span class="muted">3/4</span>' in page
     assert ">unsupported</span>" in page and ">not tested</span>" in page
     assert "100%" in page and "50%" in page
+    assert 'c-offered">offered</span>' in page and 'c-declined">declined</span>' in page
     assert "<script" not in page
 
 
@@ -152,8 +159,8 @@ def test_baseline_diff_is_shown(tmp_path: Path) -> None:
         (None, "no such file"),
         ("{not json", "not JSON"),
         ("[1, 2]", "a JSON object is expected"),
-        ('{"schema_version": 2}', "schema_version 2, this tool reads 1"),
-        ('{"schema_version": 1, "meta": {}}', "not a conformance results file"),
+        ('{"schema_version": 1}', "schema_version 1, this tool reads 2"),
+        ('{"schema_version": 2, "meta": {}}', "not a conformance results file"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

@@ -67,7 +67,10 @@ def make_results(**meta: object) -> Results:
         )
     results.record(_exchange(), [Finding("SHOULD-FAIL", "failed", "id is empty")])
     results.record(_exchange(), [Finding("CAP-DECLINED", "unsupported", "declined with 400")])
-    results.capabilities = {"echo": {"rejected": 1}, "best_of": {"honoured": 2, "broke": 1}}
+    results.capabilities = {
+        "echo": {"outcome": "declined", "detail": "400 with the error envelope"},
+        "best_of": {"outcome": "broken", "detail": "status 500"},
+    }
     results.latency = [
         {"case": "stream", "ttfb_s": 0.012, "total_s": 0.05, "buffered": False},
         {"case": "late", "ttfb_s": None, "p95_gap_s": 0.3, "buffered": True},
@@ -95,9 +98,10 @@ def test_all_is_sorted_and_public() -> None:
         assert hasattr(reports, name), name
 
 
-def test_write_all_writes_three_files(tmp_path: Path) -> None:
+def test_write_all_writes_every_report(tmp_path: Path) -> None:
     written = reports.write_all(make_results(), tmp_path / "out")
-    assert sorted(p.name for p in written) == ["junit.xml", "report.html", "results.json"]
+    names = ["junit.xml", "report.html", "results.json", "summary.md"]
+    assert sorted(p.name for p in written) == names
     assert all(p.stat().st_size > 0 for p in written)
 
 
@@ -121,9 +125,10 @@ def test_junit_parses_and_has_one_testcase_per_requirement(tmp_path: Path) -> No
         "CAP-DECLINED",
         "MUST-FAIL",
         "MUST-UNTESTED",
+        "untested",  # the coverage testcase: passes when nothing was left untested
     ]  # grouped by area in DESIGN order
     assert {c.get("name"): c.get("classname") for c in cases}["MUST-FAIL"] == "streaming"
-    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("5", "1", "1")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("6", "1", "1")
     assert root.get("failures") == "1"
     props = {p.get("name"): p.get("value") for p in cases[0].iter("property")}
     assert props["level"] == "MUST"
@@ -141,7 +146,8 @@ def test_junit_must_failure_carries_statement_evidence_and_curl() -> None:
     assert '"max_tokens": 4' in text  # the request body
     assert '+0.012s data: {"choices":[]}' in text  # the SSE transcript with timings
     assert "$CONFORMANCE_API_KEY" in text
-    assert text.count("--- example") == 3  # the first few, not all five
+    # Five failures with one fingerprint are one finding: one example, not five.
+    assert text.count("--- example") == 1
 
 
 def test_junit_should_failure_is_output_unless_strict() -> None:
@@ -253,7 +259,7 @@ def test_html_escapes_everything_the_target_supplies() -> None:
     )
     results.record(exchange, [Finding("MUST-FAIL", "failed", bad)])
     results.record(plain, [Finding("SHOULD-FAIL", "failed", bad)])
-    results.capabilities = {bad: {"honoured": 1}}
+    results.capabilities = {bad: {"outcome": "ignored", "detail": bad}}
     results.latency = [{bad: bad}]
     results.meta.update(
         target=bad,
@@ -297,8 +303,8 @@ def test_the_schema_rejects_what_is_not_results() -> None:
     del data["spent"]["tokens"]
     errors = schema_errors(data)
     assert any("MAY" in e for e in errors) and any("tokens" in e for e in errors)
-    assert schema_errors({**make_results().to_json(), "schema_version": 2})
-    assert results_schema()["properties"]["schema_version"] == {"const": 1}
+    assert schema_errors({**make_results().to_json(), "schema_version": 1})
+    assert results_schema()["properties"]["schema_version"] == {"const": 2}
 
 
 def test_the_documented_example_validates() -> None:
@@ -322,8 +328,14 @@ def test_baseline_known_new_fixed() -> None:
     baseline = _tallied(A="failed", B="failed", C="passed", E="failed")
     current = _tallied(A="failed", B="passed", C="failed", D="passed")
     diff = compare_to_baseline(current, baseline)
-    assert diff == BaselineDiff(known=("A",), new=("C",), fixed=("B",), unverified=("E",))
-    assert diff.to_json() == {"known": ["A"], "new": ["C"], "fixed": ["B"], "unverified": ["E"]}
+    assert diff == BaselineDiff(
+        known=("A|gen|",),
+        new=("C|gen|",),
+        fixed=("B|gen|",),
+        unverified=("E|gen|",),
+        new_failures=("C",),
+    )
+    assert diff.to_json()["new_failures"] == ["C"]
 
 
 def test_baseline_of_a_clean_run_against_itself_is_empty() -> None:
@@ -359,12 +371,20 @@ def test_catalogue_cells_keep_the_table_intact(text: str) -> None:
     assert "|" not in _cell(text).replace("\\|", "")
 
 
-@pytest.mark.parametrize("verdict", ["error", "not-run", "no-verdict"])
-def test_other_verdicts_are_explained_and_valid(verdict: str) -> None:
+@pytest.mark.parametrize(
+    ("verdict", "css"),
+    [
+        ("error", "error"),
+        ("not-run", "unknown"),
+        ("no-verdict", "unknown"),
+        ("incomplete", "incomplete"),
+    ],
+)
+def test_other_verdicts_are_explained_and_valid(verdict: str, css: str) -> None:
     results = make_results(verdict=verdict)
     results.tallies["MUST-FAIL"].failed = 0
     page = render_html(results)
-    assert f'class="verdict unknown">\n  <div class="word">{verdict}<' in page
+    assert f'class="verdict {css}">\n  <div class="word">{verdict}<' in page
     assert VERDICTS[verdict] in page
     assert schema_errors(results.to_json()) == []
 
@@ -405,5 +425,6 @@ def test_demo_command_writes_every_report(tmp_path: Path) -> None:
         "junit.xml",
         "report.html",
         "results.json",
+        "summary.md",
     ]
     assert schema_errors(json.loads((tmp_path / "results.json").read_text())) == []

@@ -45,7 +45,7 @@ def artifacts(pytester: pytest.Pytester, result: pytest.RunResult) -> dict[str, 
 
 
 def assert_no_secret_anywhere(found: dict[str, str]) -> None:
-    assert {"out/junit.xml", "out/results.json"} <= set(found), sorted(found)
+    assert {"out/junit.xml", "out/results.json", "out/summary.md"} <= set(found), sorted(found)
     for name, text in found.items():
         for secret in SECRETS:
             assert secret not in text, f"{secret[:12]}... appears in {name}"
@@ -156,6 +156,8 @@ def test_script_in_every_field_is_not_injected_into_the_html_report(
     assert XSS not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html, "the target's text must be shown"
     assert html.count("<script") == html.count("</script>")
+    # The Markdown summary renders HTML in a CI job page: the target's markup stays inert.
+    assert "<script" not in found["out/summary.md"]
     # The XML report escapes it too: it parses, and no element came from the target.
     root = ET.fromstring(found["out/junit.xml"].encode("latin-1"))
     assert all(element.tag != "script" for element in root.iter())
@@ -168,4 +170,5 @@ def test_report_files_are_only_in_the_report_dir(
     result = run_suite(pytester, targets.get("nscale").server.url, "--spec", "nscale")
     assert result.ret == 0, result.stdout.str()
     written = {str(p.relative_to(pytester.path)) for p in pytester.path.rglob("*") if p.is_file()}
-    assert written == {str(Path("out", n)) for n in ("junit.xml", "report.html", "results.json")}
+    names = ("junit.xml", "report.html", "results.json", "summary.md")
+    assert written == {str(Path("out", n)) for n in names}
