@@ -17,8 +17,8 @@ MUST, SHOULD = Level.MUST, Level.SHOULD
 OPENAI = "OpenAI /v1/completions behaviour relied on by OpenAI clients"
 
 
-def _erratum(ctx: Context, erratum_id: str) -> bool:
-    return any(e.id == erratum_id for e in ctx.spec.errata)
+def _erratum(ctx: Context, rule_id: str) -> bool:
+    return ctx.spec.uses(rule_id)  # an erratum or a policy (conformance/policies.py)
 
 
 @requirement(
@@ -161,8 +161,8 @@ def choice_text(ctx: Context) -> None:
     area="schema",
     statement="Fields the spec types as non-nullable (logprobs, finish_reason, usage) are "
     "omitted rather than sent as null.",
-    source="spec: OpenAPI 3.0 types without nullable (erratum nscale-null-fields)",
-    applies=lambda ctx: completion(ctx) and _erratum(ctx, "nscale-null-fields"),
+    source="spec: OpenAPI 3.0 types without nullable (policy null-response-fields)",
+    applies=lambda ctx: completion(ctx) and _erratum(ctx, "null-response-fields"),
 )
 def null_fields(ctx: Context) -> None:
     body = ctx.exchange.json
