@@ -77,7 +77,9 @@ def cross_field_problems(
     problems = []
     best_of = _int(body.get("best_of"))
     n = n_default if body.get("n") is None else _int(body["n"])
-    below = best_of is not None and n is not None and (best_of <= n if equal_breaks else best_of < n)
+    below = (
+        best_of is not None and n is not None and (best_of <= n if equal_breaks else best_of < n)
+    )
     if below:
         problems.append(CROSS_BEST_OF_BELOW_N)
     streamed = body.get("stream") is True
