@@ -135,7 +135,7 @@ def _feature_edges(plan: Plan, view: SchemaView) -> list[tuple[str, dict[str, An
         if plan.echo:
             edges.append(("echo with logprobs", {"echo": True, "logprobs": high}))
             if plan.max_tokens is not None and plan.max_tokens[0] == 0:
-                scoring = {"echo": True, "logprobs": 1, "max_tokens": 0}
+                scoring = {"echo": True, "logprobs": min(max(1, low), high), "max_tokens": 0}
                 edges.append(("echo, logprobs, max_tokens=0: scoring the prompt", scoring))
     if plan.echo:
         edges.append(("echo without logprobs", {"echo": True}))
@@ -243,7 +243,7 @@ def edge_requests(
     ]
     cases = []
     for label, params in edges:
-        body: dict[str, Any] = {"model": model, "prompt": BASE_PROMPT}
+        body: dict[str, Any] = {"model": model, "prompt": plan.base_prompt}
         if plan.max_tokens is not None:
             body["max_tokens"] = plan.max_tokens[1]
         body.update(params)

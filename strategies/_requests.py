@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from conformance.case import Case, Mode
 from conformance.policies import OPENAI_PROMPT_FORMS
 from conformance.spec import Spec
-from strategies._branches import PROMPT_FORMS, Branch, Caps, branch_values, branches
+from strategies._branches import PROMPT_FORMS, Branch, Caps, branch_values, branches, largest
 from strategies._describe import describe
 from strategies._schema import Interval, SchemaView, alternatives, interval, types_of
 
@@ -104,6 +104,19 @@ class Plan:
     @property
     def stop_string(self) -> bool:
         return any(b.form == "string" for b in self.stop_branches)
+
+    @property
+    def base_prompt(self) -> Any:
+        """A plain prompt the spec allows: "Say hi" if it may, else a branch's smallest."""
+        from strategies._branches import smallest
+
+        strings = [b for b in self.prompt_branches if b.form == "string"]
+        for branch in strings:
+            low, high = smallest(branch, self.prompt_caps), largest(branch, self.prompt_caps)
+            if low is not None and len(low) <= len(SAMPLE_PROMPTS[0]) <= len(high or ""):
+                return SAMPLE_PROMPTS[0]
+        branch = (strings or list(self.prompt_branches))[0]
+        return smallest(branch, self.prompt_caps)
 
     @property
     def prompt_caps(self) -> Caps:
