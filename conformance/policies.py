@@ -127,3 +127,13 @@ def header_lines(spec: Spec) -> list[str]:
     errata = ", ".join(e.id for e in spec.errata) or "none" + strict
     policies = ", ".join(p.id for p in spec.policies) or "none" + strict
     return [f"conformance: errata applied: {errata}", f"conformance: policies: {policies}"]
+
+
+def strict_help() -> str:
+    """The ``--strict-spec`` help text: what it switches off, by ID."""
+    return (
+        "Judge and generate by the documents as written: no errata (detected document "
+        "defects, listed in the header) and none of the policies "
+        + ", ".join(p.id for p in POLICIES)
+        + " (see specs/README.md)."
+    )
