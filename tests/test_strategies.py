@@ -584,3 +584,20 @@ def test_draws_are_independent() -> None:
     forms = [prompt_form(c.body["prompt"]) for c in cases]
     changes = sum(a != b for a, b in itertools.pairwise(forms))
     assert changes > 30
+
+
+def test_null_is_invalid_only_when_the_policy_is_off() -> None:
+    """Policy null-means-default: an explicit null for an optional field is never sent as
+    an invalid case; under --strict-spec it is, wherever the schema rejects null."""
+    from strategies._invalid import _breakers
+
+    def null_rules(spec: Spec) -> set[str]:
+        return {
+            b.rule
+            for b in _breakers(spec, model=MODEL, max_tokens=1)
+            for body in b.bodies
+            if any(v is None for v in body.values())
+        }
+
+    assert null_rules(SPECS["aihubmix"]) == set()
+    assert "user:type" in null_rules(load_spec("aihubmix", strict=True))
