@@ -599,5 +599,6 @@ def test_null_is_invalid_only_when_the_policy_is_off() -> None:
             if any(v is None for v in body.values())
         }
 
-    assert null_rules(SPECS["aihubmix"]) == set()
+    # Required fields (model) may be null-tested either way.
+    assert null_rules(SPECS["aihubmix"]) <= {"model:type", "prompt:type"}
     assert "user:type" in null_rules(load_spec("aihubmix", strict=True))
