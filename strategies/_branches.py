@@ -131,7 +131,8 @@ def int_range(leaf: Mapping[str, Any], cap: tuple[int, int]) -> tuple[int, int] 
 
 def _text(leaf: Mapping[str, Any], caps: Caps) -> st.SearchStrategy[Any] | None:
     if leaf.get("enum"):
-        return st.sampled_from([v for v in leaf["enum"] if isinstance(v, str)] or [None])
+        listed: list[Any] = [v for v in leaf["enum"] if isinstance(v, str)]
+        return st.sampled_from(listed or [None])
     if isinstance(leaf.get("pattern"), str):
         try:
             return st.from_regex(leaf["pattern"], fullmatch=True)

@@ -167,8 +167,8 @@ def _nearest(schema: Any, value: Any) -> Any:
 def _clamp(leaf: Mapping[str, Any], value: float) -> float:
     bounds = interval(leaf, formats=True)
     if "integer" in types_of(leaf):
-        low, high = bounds.closed_ints(-(2**63), 2**63 - 1)
-        return int(min(max(value, low), high))
+        first, last = bounds.closed_ints(-(2**63), 2**63 - 1)
+        return int(min(max(value, first), last))
     step = 1e-9
     low = -math.inf if bounds.low is None else bounds.low + (step if bounds.low_open else 0)
     high = math.inf if bounds.high is None else bounds.high - (step if bounds.high_open else 0)

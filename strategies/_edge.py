@@ -141,7 +141,7 @@ def _feature_edges(plan: Plan, view: SchemaView) -> list[tuple[str, dict[str, An
         edges.append(("echo without logprobs", {"echo": True}))
     if plan.stop_items is not None:
         most = plan.stop_items[1]
-        stops = ["\n", ".", "。", "👋", "END", "###"][:most]
+        stops: Any = ["\n", ".", "。", "👋", "END", "###"][:most]
         stops += [f"END{i}" for i in range(len(stops), most)]
         if not view.accepts("stop", stops):
             lists = [b for b in plan.stop_branches if b.form != "string"]

@@ -48,7 +48,8 @@ def _coverage_bodies(operation: Any, limit: int) -> list[Any]:
         from schemathesis import GenerationMode
         from schemathesis.config import GenerationConfig
         from schemathesis.generation.drivers import CoverageGenerator
-        from schemathesis.generation.hypothesis.builder import FeedbackSources, Override
+        from schemathesis.generation.feedback import FeedbackSources
+        from schemathesis.generation.overrides import Override
     except ImportError:  # another schemathesis: the fuzzing phase only
         return []
     generator = CoverageGenerator(
