@@ -1,5 +1,8 @@
 """The contract: one vendored OpenAPI document, loaded, resolved and corrected by errata.
 
+(Over 500 lines: loading and the errata stay together, since each erratum's detection
+and fix read the same extracted schemas; the policies live in conformance/policies.py.)
+
 A :class:`Spec` is built once per run. It inlines every ``$ref`` once, finds the
 ``POST /v1/completions`` operation and exposes what the strategies and checks need: the
 request schema, the JSON and event-stream response schemas, the error schema, declared

@@ -238,16 +238,6 @@ def make_plan(spec: Spec, *, model: str, max_tokens: int, vocab_size: int) -> Pl
 # Cached: building and validating a strategy costs more than drawing from it, and the
 # composite below asks for the same few strategies on every draw.
 
-_CHARACTERS = st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Cn", "Co"))
-
-
-@lru_cache(maxsize=256)
-def texts(max_size: int = 24) -> st.SearchStrategy[str]:
-    """Short non-empty texts: a plain sentence, or any printable Unicode."""
-    return st.one_of(
-        st.sampled_from(SAMPLE_PROMPTS), st.text(_CHARACTERS, min_size=1, max_size=max_size)
-    )
-
 
 @lru_cache(maxsize=256)
 def token_ids(vocab_size: int) -> st.SearchStrategy[int]:
