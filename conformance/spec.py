@@ -1,15 +1,20 @@
 """The contract: one vendored OpenAPI document, loaded, resolved and corrected by errata.
 
+(Over 500 lines: loading and the errata stay together, since each erratum's detection
+and fix read the same extracted schemas; the policies live in conformance/policies.py.)
+
 A :class:`Spec` is built once per run. It inlines every ``$ref`` once, finds the
 ``POST /v1/completions`` operation and exposes what the strategies and checks need: the
 request schema, the JSON and event-stream response schemas, the error schema, declared
 status codes, required response headers and the security scheme. Validators are compiled
 once here, never per response.
 
-Both vendored documents have real defects (see specs/README.md). Each erratum is
-detected from the document itself (so a spec given by path gets them too), applied as a
-schema transformation, recorded in ``Spec.errata`` for the reports, and switched off
-wholesale by ``strict=True`` (``--strict-spec``).
+Both vendored documents have real defects (see specs/README.md). Each erratum is named
+after its defect, detected in the document itself (so a spec given by path gets them
+too) and applied only where the defect is present, as a schema transformation; it is
+recorded in ``Spec.errata``. The suite's own interpretations are policies
+(conformance/policies.py, ``Spec.policies``). ``strict=True`` (``--strict-spec``) switches
+both off: the document as written.
 """
 
 from __future__ import annotations
@@ -31,6 +36,13 @@ from openapi_schema_validator import (
     OAS31Validator,
     oas30_format_checker,
     oas31_format_checker,
+)
+
+from conformance.policies import (
+    NULL_RESPONSE_FIELDS,
+    REQUEST_ID_HEADER,
+    Policy,
+    active_policies,
 )
 
 OPERATION_PATH = "/v1/completions"
@@ -164,6 +176,7 @@ class Spec:
             raise SpecError(f"spec {str(path)!r} has no POST {OPERATION_PATH} operation")
         self.operation: Schema = operation
         self.errata: list[Erratum] = []
+        self.policies: tuple[Policy, ...] = active_policies(strict=strict)
         self._build(resolved)
 
     # -- construction -----------------------------------------------------------------
@@ -219,16 +232,32 @@ class Spec:
         self._apply_errata()
 
     def _find_request_id_header(self) -> str | None:
-        """A request-id header named in the spec text (AIHubMix names ``X-Request-Id``)."""
+        """A request-id header named in the spec text (AIHubMix names ``X-Request-Id``).
+
+        Policy ``request-id-header-from-text``: a sentence, not a schema, names it.
+        """
+        if not self.uses(REQUEST_ID_HEADER.id):
+            return None
         text = json.dumps(self.error_schema or {})
         match = re.search(r"`(X-Request-Id|[A-Za-z-]*Request-Id)` response header", text, re.I)
         return match.group(1) if match else None
 
+    def uses(self, rule_id: str) -> bool:
+        """Whether the erratum or policy ``rule_id`` is in force for this spec."""
+        return any(e.id == rule_id for e in self.errata) or any(
+            p.id == rule_id for p in self.policies
+        )
+
     def _apply_errata(self) -> None:
+        says_null = any(
+            n.get("nullable") is True or "null" in str(n.get("type"))
+            for s in (self.response_schema, self.stream_chunk_schema, self.error_schema)
+            for n in _nodes(s or {})
+        )
         schemas = [self.request_schema, self.response_schema, self.stream_chunk_schema]
         live = [s for s in schemas if s]
 
-        # 1. `type: object` beside an anyOf whose branches are strings and arrays.
+        # `type: object` beside an anyOf whose branches are strings and arrays.
         def contradictory(node: dict[str, Any]) -> bool:
             branches = node.get("anyOf") or node.get("oneOf") or []
             return (
@@ -242,16 +271,16 @@ class Spec:
         bad = [n for s in live for n in _nodes(s) if contradictory(n)]
         self._apply(
             Erratum(
-                "nscale-anyof-type-object",
+                "object-type-beside-string-array-anyof",
                 "`type: object` beside an anyOf of string/array branches",
-                "PromptValue and StopSequence as written accept no value; the anyOf alone "
-                "is meant, so `type: object` is dropped.",
+                "Such a schema as written accepts no value (Nscale's PromptValue and "
+                "StopSequence); the anyOf alone is meant, so `type: object` is dropped.",
             ),
             bool(bad),
             lambda: _drop_key(bad, "type"),
         )
 
-        # 2. An event-stream schema typed as an array of chunks: each event is one item.
+        # An event-stream schema typed as an array of chunks: each event is one item.
         chunk = self.stream_chunk_schema
         is_array = chunk is not None and chunk.get("type") == "array" and "items" in chunk
 
@@ -260,7 +289,7 @@ class Spec:
 
         self._apply(
             Erratum(
-                "nscale-event-stream-array",
+                "event-stream-schema-is-array",
                 "event-stream schema is an array of chunks",
                 "`type: array, format: event-stream, items: ...`: each SSE event's data is "
                 "validated as one item.",
@@ -269,9 +298,9 @@ class Spec:
             per_event,
         )
 
-        # 3. No event-stream media type, though `stream` promises server-sent events.
+        # No event-stream media type, though `stream` promises server-sent events.
         stream_prop = (self.request_schema.get("properties") or {}).get("stream") or {}
-        promises_sse = "server-sent events" in str(stream_prop.get("description", "")).lower()
+        promises_sse = "server-sent events" in json.dumps(stream_prop).lower()
 
         def share_shape() -> None:
             self.stream_media_type = "text/event-stream"
@@ -279,7 +308,7 @@ class Spec:
 
         self._apply(
             Erratum(
-                "aihubmix-stream-media-type",
+                "event-stream-media-type-undeclared",
                 "streamed 200 not declared",
                 "Only application/json is declared for 200, but `stream` is described as "
                 "data-only server-sent events ending in `data: [DONE]` with the same shape: a "
@@ -290,8 +319,8 @@ class Spec:
             share_shape,
         )
 
-        # 9 (found while rebuilding AIHubMix): `default: null` on a branch typed `object`,
-        #    which openapi-spec-validator rejects; the null branch beside it is the intent.
+        # `default: null` on a branch typed `object`, which openapi-spec-validator rejects;
+        # the null branch beside it is the intent.
         null_defaults = [
             n
             for n in _nodes(self.request_schema)
@@ -299,16 +328,17 @@ class Spec:
         ]
         self._apply(
             Erratum(
-                "aihubmix-stream-options-default-null",
+                "null-default-on-object-schema",
                 "`default: null` on an object-typed schema",
-                "ChatCompletionStreamOptions' object branch defaults to null, which its own "
-                "type forbids; the default is dropped (the `type: 'null'` branch allows null).",
+                "An object branch that defaults to null, which its own type forbids "
+                "(AIHubMix's ChatCompletionStreamOptions); the default is dropped (the "
+                "`type: 'null'` branch beside it allows null).",
             ),
             bool(null_defaults),
             lambda: _drop_key(null_defaults, "default"),
         )
 
-        # 4. OpenAPI 3.0 `nullable` inside a 3.1 document.
+        # OpenAPI 3.0 `nullable` inside a 3.1 document.
         def nullable_nodes() -> list[dict[str, Any]]:
             return [
                 n
@@ -320,7 +350,7 @@ class Spec:
 
         self._apply(
             Erratum(
-                "aihubmix-nullable",
+                "nullable-in-openapi-3.1",
                 "OpenAPI 3.0 `nullable` in a 3.1 document",
                 "JSON Schema 2020-12 ignores `nullable: true`; its authors meant that null "
                 "is allowed, so such schemas accept null.",
@@ -329,71 +359,69 @@ class Spec:
             self._rewrite_nullable,
         )
 
-        # 5. Streamed chunks: finish_reason/logprobs null until the last chunk, usage null
-        #    on every chunk but the usage chunk.
+        # Streamed chunks: finish_reason/logprobs null until the last chunk, usage null
+        # on every chunk but the usage chunk. A defect only where the chunk schema
+        # forbids those nulls.
         self._apply(
             Erratum(
-                "stream-chunk-nulls",
-                "null finish_reason, logprobs and usage on streamed chunks",
+                "stream-chunk-nulls-forbidden",
+                "null finish_reason, logprobs and usage forbidden on streamed chunks",
                 "Non-final chunks carry `finish_reason: null` and `logprobs: null`, and every "
-                "chunk but the usage chunk `usage: null`; exactly one non-null finish_reason "
-                "per choice is required by a separate check.",
+                "chunk but the usage chunk `usage: null`, as the stream's own description "
+                "implies; exactly one non-null finish_reason per choice is required by a "
+                "separate check.",
             ),
-            self.stream_chunk_schema is not None,
+            self.stream_chunk_schema is not None and self._chunk_forbids_nulls(),
             self._relax_chunk_nulls,
         )
 
-        # 6. OpenAPI 3.0 documents typing fields non-nullable that servers send as null.
+        # With echo, the first prompt token has no logprob; OpenAI sends null in
+        # token_logprobs and top_logprobs, which both documents type as numbers/objects.
+        arrays = self._logprobs_arrays()
         self._apply(
             Erratum(
-                "nscale-null-fields",
-                "null where an OpenAPI 3.0 document forbids it",
-                "logprobs, finish_reason, usage and param are non-nullable in the document "
-                "but commonly null: accepted by the schema check, reported at SHOULD level.",
-            ),
-            not self.is_31,
-            lambda: self._allow_null_fields(NULLED_FIELDS),
-        )
-
-        # 10 (found by the reference target): with echo, the first prompt token has no
-        #    logprob; OpenAI sends null in token_logprobs and top_logprobs, which both
-        #    documents type as numbers / objects only.
-        self._apply(
-            Erratum(
-                "echo-first-logprob-null",
-                "null logprob for the first echoed token",
+                "echo-first-logprob-not-nullable",
+                "null logprob for the first echoed token forbidden",
                 "With `echo`, the first prompt token has no logprob and OpenAI sends null in "
                 "token_logprobs[0] and top_logprobs[0]; the schema allows null items there and "
                 "LOGPROBS-VALUES allows it only for the first echoed token.",
             ),
-            bool(self._logprobs_arrays()),
+            any(not self._accepts_null(a["items"]) for a in arrays),
             self._allow_null_logprob_items,
         )
 
-        # 7. `data: [DONE]` terminates streams though it is in no schema: always recorded,
-        #    since the checks treat it as the terminator under every profile.
-        self._apply(
-            Erratum(
-                "done-sentinel",
-                "`data: [DONE]` is not JSON",
-                "The terminator is not in any event-stream schema; it is required exactly "
-                "once, last, and is not validated as a chunk.",
-            ),
-            self.stream_media_type is not None,
-            lambda: None,
-        )
+        # Policy null-response-fields: in force only where the document forbids those nulls
+        # without ever saying null anywhere in its answers (a document that marks other
+        # fields nullable meant these ones not to be).
+        if self.uses(NULL_RESPONSE_FIELDS.id):
+            if self._forbidden_null_fields() and not says_null:
+                self._allow_null_fields(NULLED_FIELDS)
+            else:
+                self.policies = tuple(p for p in self.policies if p != NULL_RESPONSE_FIELDS)
 
-        # 8. `application/json; charset=utf-8`: accept the bare media type too.
-        self._apply(
-            Erratum(
-                "nscale-charset",
-                "media type with a charset parameter",
-                "The document declares `application/json; charset=utf-8`; the suite sends "
-                "that and accepts application/json with or without the parameter.",
-            ),
-            ";" in self.request_media_type or any(";" in m for m in self.json_media_types),
-            lambda: None,
-        )
+    def _forbidden_null_fields(self) -> list[str]:
+        """The NULLED_FIELDS some response schema types non-nullable."""
+        return [
+            field
+            for schema in (self.response_schema, self.stream_chunk_schema, self.error_schema)
+            for node in _nodes(schema or {})
+            for props in [node.get("properties")]
+            if isinstance(props, dict)
+            for field in NULLED_FIELDS
+            if isinstance(props.get(field), dict) and not self._accepts_null(props[field])
+        ]
+
+    def _accepts_null(self, schema: Any) -> bool:
+        validator = self._validator(schema if isinstance(schema, dict) else {})
+        return bool(validator.is_valid(None))
+
+    def _chunk_forbids_nulls(self) -> bool:
+        props = (self.stream_chunk_schema or {}).get("properties") or {}
+        items = (props.get("choices") or {}).get("items") or {}
+        fields = [props.get("usage")] + [
+            (items.get("properties") or {}).get(f) for f in ("finish_reason", "logprobs")
+        ]
+        return any(isinstance(f, dict) and not self._accepts_null(f) for f in fields)
 
     def _rewrite_nullable(self) -> None:
         def rewrite(node: Any) -> Any:
@@ -449,8 +477,8 @@ class Spec:
                 if not isinstance(props, dict):
                     continue
                 for field in fields:
-                    if field in props and props[field].get("nullable") is not True:
-                        props[field] = {**props[field], "nullable": True}
+                    if isinstance(props.get(field), dict) and not self._accepts_null(props[field]):
+                        props[field] = self._nullable(props[field])
 
     # -- queries ------------------------------------------------------------------------
 

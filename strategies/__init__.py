@@ -9,23 +9,37 @@ Bounds, enums, required fields and prompt forms are read from the Spec's request
   rule (``Case.breaks``), as a strategy and as one list entry per rule.
 - :func:`broken_rules` / :func:`cross_field_problems`: which rules a request breaks.
 - :func:`draw`: a reproducible list of values from a strategy.
+- :func:`build_case`: the one constructor of Cases; valid, edge and probe bodies are
+  validated by openapi-core and adapted to the nearest valid values or
+  :class:`CaseSkipped`; invalid ones must break exactly their rule (:func:`oracle_rules`).
+- :func:`fuzz_cases`: schemathesis's own generation (coverage phase, positive and
+  negative modes), classified by the same oracle (opt-in ``--fuzz N``, extra ``[fuzz]``).
+- :class:`NoValidPrompt`: the document as written admits no prompt (``--strict-spec``).
 """
 
+from strategies._cases import CaseSkipped, build_case, oracle_rules
 from strategies._describe import describe, prompt_form, request_tags
 from strategies._draw import draw
 from strategies._edge import edge_requests
+from strategies._fuzz import FuzzUnavailable, fuzz_cases
 from strategies._invalid import invalid_cases, invalid_requests
-from strategies._requests import valid_requests
+from strategies._requests import NoValidPrompt, valid_requests
 from strategies._rules import broken_rules, cross_field_problems
 
 __all__ = [
+    "CaseSkipped",
+    "FuzzUnavailable",
+    "NoValidPrompt",
     "broken_rules",
+    "build_case",
     "cross_field_problems",
     "describe",
     "draw",
     "edge_requests",
+    "fuzz_cases",
     "invalid_cases",
     "invalid_requests",
+    "oracle_rules",
     "prompt_form",
     "request_tags",
     "valid_requests",

@@ -7,11 +7,21 @@ run should depend on a draw to reach it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from conformance.case import Case
 from conformance.spec import Spec
-from strategies._requests import BEST_OF_MARGIN, MAX_CHOICES, Plan, as_case, make_plan
+from strategies._branches import largest, smallest
+from strategies._requests import (
+    BEST_OF_MARGIN,
+    MAX_CHOICES,
+    STOP_CAPS,
+    TEXT_CAPS,
+    Plan,
+    as_case,
+    make_plan,
+)
 from strategies._schema import SchemaView
 
 BASE_PROMPT = "Say hi"
@@ -24,28 +34,52 @@ UNICODE_PROMPTS = (
 
 
 def _prompt_edges(plan: Plan, view: SchemaView) -> list[tuple[str, dict[str, Any]]]:
-    """Prompts at the edges: empty, hard Unicode, vocabulary ends, the most prompts."""
+    """Prompts at the edges of each prompt branch: the smallest and the largest value it
+    allows within the caps, hard Unicode where a string fits, the spec's null."""
     edges: list[tuple[str, dict[str, Any]]] = []
-    top = plan.vocab_size - 1
-    if "string" in plan.forms:
-        if view.accepts("prompt", ""):
-            edges.append(("empty string prompt", {"prompt": ""}))
-        edges += [(label, {"prompt": text}) for label, text in UNICODE_PROMPTS]
+    caps = plan.prompt_caps
+    n_for_three = 2 if plan.n is not None and plan.n[0] <= 2 <= plan.n[1] else None
+    for branch in plan.prompt_branches:
+        low, high = smallest(branch, caps), largest(branch, caps)
+        if branch.form == "string":
+            if view.accepts("prompt", ""):
+                edges.append(("empty string prompt", {"prompt": ""}))
+            edges += [
+                (label, {"prompt": text})
+                for label, text in UNICODE_PROMPTS
+                if view.accepts("prompt", text)
+            ]
+            if high is not None and high != BASE_PROMPT and view.accepts("prompt", high):
+                edges.append(
+                    (f"text prompt of {len(high)} characters (the most)", {"prompt": high})
+                )
+            continue
+        if branch.form == "tokens":
+            top = largest(branch, replace(caps, items=2))
+            ends = [low[0], top[-1]] if low and top else None
+            if ends == [0, plan.vocab_size - 1] and view.accepts("prompt", ends):
+                edges.append(("token ids at both ends of the vocabulary", {"prompt": ends}))
+            elif ends and view.accepts("prompt", ends):
+                edges.append(("token ids at both ends of the allowed range", {"prompt": ends}))
+            elif low is not None:
+                edges.append(("token ids, the fewest and lowest", {"prompt": low}))
+            continue
+        if high is None:
+            continue
+        # The hand-picked mix where the branch allows it, else the branch's largest value.
+        top_id = plan.vocab_size - 1
+        picked = {
+            "strings": [BASE_PROMPT, UNICODE_PROMPTS[0][1], "1, 2, 3,"],
+            "token-lists": [[0], [top_id, 1], [2, 3, top_id]],
+        }.get(branch.form)
+        many: dict[str, Any] = {"prompt": picked if view.accepts("prompt", picked) else high}
+        high = many["prompt"]
+        if n_for_three and len(high) * n_for_three <= MAX_CHOICES:
+            many["n"] = n_for_three
+        what = "text" if branch.form == "strings" else "token"
+        edges.append((f"{len(high)} {what} prompts, the most choices", many))
     if view.accepts("prompt", None):
         edges.append(("null prompt (the spec's default)", {"prompt": None}))
-    n_for_three = 2 if plan.n is not None and plan.n[0] <= 2 <= plan.n[1] else None
-    if "strings" in plan.forms:
-        many: dict[str, Any] = {"prompt": [BASE_PROMPT, UNICODE_PROMPTS[0][1], "1, 2, 3,"]}
-        if n_for_three:
-            many["n"] = n_for_three
-        edges.append(("three text prompts, the most choices", many))
-    if "tokens" in plan.forms:
-        edges.append(("token ids at both ends of the vocabulary", {"prompt": [0, top]}))
-    if "token-lists" in plan.forms:
-        lists: dict[str, Any] = {"prompt": [[0], [top, 1], [2, 3, top]]}
-        if n_for_three:
-            lists["n"] = n_for_three
-        edges.append(("three token prompts, the most choices", lists))
     return edges
 
 
@@ -93,6 +127,7 @@ def _feature_edges(plan: Plan, view: SchemaView) -> list[tuple[str, dict[str, An
     edges: list[tuple[str, dict[str, Any]]] = []
     if plan.max_tokens is not None and plan.max_tokens[0] == 0:
         edges.append(("max_tokens=0", {"max_tokens": 0}))
+    edges += _open_bound_edges(view)
     if plan.logprobs is not None:
         low, high = plan.logprobs
         edges.append((f"logprobs at its minimum ({low})", {"logprobs": low}))
@@ -100,16 +135,24 @@ def _feature_edges(plan: Plan, view: SchemaView) -> list[tuple[str, dict[str, An
         if plan.echo:
             edges.append(("echo with logprobs", {"echo": True, "logprobs": high}))
             if plan.max_tokens is not None and plan.max_tokens[0] == 0:
-                scoring = {"echo": True, "logprobs": 1, "max_tokens": 0}
+                scoring = {"echo": True, "logprobs": min(max(1, low), high), "max_tokens": 0}
                 edges.append(("echo, logprobs, max_tokens=0: scoring the prompt", scoring))
     if plan.echo:
         edges.append(("echo without logprobs", {"echo": True}))
     if plan.stop_items is not None:
         most = plan.stop_items[1]
-        stops = ["\n", ".", "。", "👋", "END", "###"][:most]
-        edges.append((f"stop with exactly {most} sequences (the most)", {"stop": stops}))
+        stops: Any = ["\n", ".", "。", "👋", "END", "###"][:most]
+        stops += [f"END{i}" for i in range(len(stops), most)]
+        if not view.accepts("stop", stops):
+            lists = [b for b in plan.stop_branches if b.form != "string"]
+            stops = largest(lists[0], STOP_CAPS) if lists else None
+        if stops is not None:
+            edges.append((f"stop with exactly {most} sequences (the most)", {"stop": stops}))
     if plan.stop_string:
-        edges.append(("stop as a newline string", {"stop": "\n"}))
+        newline = "\n" if view.accepts("stop", "\n") else None
+        strings = [b for b in plan.stop_branches if b.form == "string"]
+        stop = newline or smallest(strings[0], STOP_CAPS)
+        edges.append((f"stop as the string {stop!r}", {"stop": stop}))
     if plan.seed is not None:
         edges.append(("seed=0", {"seed": 0}))
         top = view.interval("seed", formats=True).high
@@ -119,8 +162,14 @@ def _feature_edges(plan: Plan, view: SchemaView) -> list[tuple[str, dict[str, An
         _, low, high = plan.logit_bias
         bias = {"0": low, str(plan.vocab_size - 1): high}
         edges.append(("logit_bias at both ends", {"logit_bias": bias}))
-    for name in plan.texts:
-        edges.append((name, {name: "user-1234" if name == "user" else " The end."}))
+    for name, branch in plan.text_branches:
+        ends = {
+            smallest(branch, TEXT_CAPS[name]): "shortest",
+            largest(branch, TEXT_CAPS[name]): "longest",
+        }
+        for end, which in ends.items():
+            if end is not None:
+                edges.append((f"{name}, the {which} allowed ({len(end)} characters)", {name: end}))
     return edges
 
 
@@ -140,11 +189,26 @@ def _stream_edges(plan: Plan) -> list[tuple[str, dict[str, Any]]]:
         mixed["logprobs"] = plan.logprobs[1]
     if plan.echo:
         mixed["echo"] = True
-    if plan.stop_items is not None:
-        mixed["stop"] = ["\n", "."][: plan.stop_items[1]]
+    if plan.stop_items is not None and plan.stop_items[0] <= 2:
+        mixed["stop"] = ["\n", "."][: max(plan.stop_items[0], min(2, plan.stop_items[1]))]
     if len(mixed) > 1:
         edges.append(("stream with n, logprobs, echo and stop", mixed))
     return edges
+
+
+def _open_bound_edges(view: SchemaView) -> list[tuple[str, dict[str, Any]]]:
+    """max_tokens where the spec sets no minimum: the values real servers mishandle.
+
+    -1 (and 0, sent anyway) are valid under such a document (llama-cpp-python answers -1 with a 500).
+    A large max_tokens is left out: it would cost what the run's budget did not agree to.
+    """
+    if not view.declares("max_tokens") or view.interval("max_tokens").low is not None:
+        return []
+    return [
+        (f"max_tokens={v} (the spec sets no minimum)", {"max_tokens": v})
+        for v in (-1,)
+        if view.accepts("max_tokens", v)
+    ]
 
 
 def _null_edges(view: SchemaView) -> list[tuple[str, dict[str, Any]]]:
@@ -179,10 +243,10 @@ def edge_requests(
     ]
     cases = []
     for label, params in edges:
-        body: dict[str, Any] = {"model": model, "prompt": BASE_PROMPT}
+        body: dict[str, Any] = {"model": model, "prompt": plan.base_prompt}
         if plan.max_tokens is not None:
             body["max_tokens"] = plan.max_tokens[1]
         body.update(params)
         if stream is None or (body.get("stream") is True) == stream:
-            cases.append(as_case(body, "edge", label))
+            cases.append(as_case(spec, body, "edge", label))
     return cases

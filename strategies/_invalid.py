@@ -18,6 +18,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from conformance.case import Case
+from conformance.policies import NULL_AS_DEFAULT
 from conformance.spec import Spec
 from strategies._describe import request_tags
 from strategies._requests import SAMPLE_PROMPTS
@@ -205,7 +206,8 @@ class _Builder:
         for name in view.required:
             self.offer(f"{name}:required", {k: v for k, v in self.base.items() if k != name})
         for field, schema in view.properties.items():
-            null = field in view.required
+            # Policy null-means-default: null is invalid only for required fields.
+            null = field in view.required or not self.spec.uses(NULL_AS_DEFAULT.id)
             for value in wrong_values(schema, null=null):
                 self.offer(f"{field}:type", {**self.field_base(field), field: value})
             for keyword, value in bound_values(schema, field):

@@ -7,7 +7,7 @@ stand in where a spec states no bound, and cost caps apply on top of the spec's 
 
 from __future__ import annotations
 
-import string
+import json
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -15,8 +15,10 @@ from typing import Any
 from hypothesis import strategies as st
 
 from conformance.case import Case, Mode
+from conformance.policies import OPENAI_PROMPT_FORMS
 from conformance.spec import Spec
-from strategies._describe import describe, request_tags
+from strategies._branches import PROMPT_FORMS, Branch, Caps, branch_values, branches, largest
+from strategies._describe import describe
 from strategies._schema import Interval, SchemaView, alternatives, interval, types_of
 
 # Cost caps: a generated request asks for at most MAX_CHOICES completions of at most
@@ -39,12 +41,18 @@ LOGIT_BIAS_RANGE = (-100, 100)
 # Random seeds stay in int32 so that no server's seed type is the question.
 MAX_RANDOM_SEED = 2**31 - 1
 
-PROMPT_FORMS = ("string", "strings", "tokens", "token-lists")
-_FORM_SAMPLES: dict[str, Any] = {
-    "string": "x",
-    "strings": ["x"],
-    "tokens": [1],
-    "token-lists": [[1]],
+# The OpenAI prompt forms (policy openai-prompt-forms), for a schema that admits none.
+OPENAI_PROMPT = {
+    "anyOf": [
+        {"type": "string"},
+        {"type": "array", "items": {"type": "string"}},
+        {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}},
+        {
+            "type": "array",
+            "minItems": 1,
+            "items": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}},
+        },
+    ]
 }
 SAMPLE_PROMPTS = (
     "Say hi",
@@ -57,26 +65,95 @@ SAMPLE_PROMPTS = (
 COMMON_STOPS = ("\n", ".", "\n\n", "###", "END")
 
 
+class NoValidPrompt(ValueError):
+    """The request schema admits no prompt the suite can draw (the run cannot send one)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     """What the spec lets a valid request contain, with the run's options and cost caps."""
 
     model: str
     vocab_size: int
-    forms: tuple[str, ...]
+    prompt_branches: tuple[Branch, ...]
+    stop_branches: tuple[Branch, ...]
+    text_branches: tuple[tuple[str, Branch], ...]
     max_tokens: tuple[int, int] | None
     n: tuple[int, int] | None
     best_of: tuple[int, int] | None
     logprobs: tuple[int, int] | None
     samplers: tuple[tuple[str, Interval], ...]
-    stop_string: bool
     stop_items: tuple[int, int] | None
     logit_bias: tuple[bool, int, int] | None
     seed: tuple[int, int] | None
-    texts: tuple[str, ...]
     echo: bool
     stream: bool
     stream_options: bool
+
+    @property
+    def forms(self) -> tuple[str, ...]:
+        """The prompt forms this plan draws, in the usual order."""
+        found = {b.form for b in self.prompt_branches}
+        return tuple(f for f in PROMPT_FORMS if f in found)
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """The free-text fields (suffix, user) this plan can fill."""
+        return tuple(dict.fromkeys(name for name, _ in self.text_branches))
+
+    @property
+    def stop_string(self) -> bool:
+        return any(b.form == "string" for b in self.stop_branches)
+
+    @property
+    def base_prompt(self) -> Any:
+        """A plain prompt the spec allows: "Say hi" if it may, else a branch's smallest."""
+        from strategies._branches import smallest
+
+        strings = [b for b in self.prompt_branches if b.form == "string"]
+        for branch in strings:
+            low, high = smallest(branch, self.prompt_caps), largest(branch, self.prompt_caps)
+            if low is not None and len(low) <= len(SAMPLE_PROMPTS[0]) <= len(high or ""):
+                return SAMPLE_PROMPTS[0]
+        branch = (strings or list(self.prompt_branches))[0]
+        return smallest(branch, self.prompt_caps)
+
+    @property
+    def prompt_caps(self) -> Caps:
+        return Caps(24, MAX_PROMPTS, 8, (0, self.vocab_size - 1), SAMPLE_PROMPTS)
+
+
+STOP_CAPS = Caps(8, MAX_STOP, 8, (0, 999), COMMON_STOPS)
+TEXT_CAPS = {
+    "suffix": Caps(12, 1, 1, (0, 999), (" The end.",)),
+    "user": Caps(16, 1, 1, (0, 999), ("user-1234",)),
+}
+
+
+def _drawable(branch_list: tuple[Branch, ...], caps: Caps) -> tuple[Branch, ...]:
+    return tuple(b for b in branch_list if branch_values(b, caps) is not None)
+
+
+def prompt_branches(spec: Spec, view: SchemaView, caps: Caps) -> tuple[Branch, ...]:
+    """The prompt branches to draw from; the OpenAI forms only by policy, else an error."""
+    found = tuple(b for b in branches(view.properties.get("prompt")) if b.form in PROMPT_FORMS)
+    drawable = tuple(b for b in _drawable(found, caps) if _accepted(view, b, caps))
+    if drawable:
+        return drawable
+    if spec.uses(OPENAI_PROMPT_FORMS.id):
+        return branches(OPENAI_PROMPT)
+    raise NoValidPrompt(
+        f"spec {spec.name!r} as written admits no prompt the suite can send "
+        "(policy openai-prompt-forms is off under --strict-spec)"
+    )
+
+
+def _accepted(view: SchemaView, branch: Branch, caps: Caps) -> bool:
+    """Whether a value drawn at a branch's end passes the whole field schema."""
+    from strategies._branches import smallest
+
+    value = smallest(branch, caps)
+    return value is not None and view.accepts("prompt", value)
 
 
 def _ints(view: SchemaView, name: str, low: int, high: int) -> tuple[int, int] | None:
@@ -106,19 +183,25 @@ def make_plan(spec: Spec, *, model: str, max_tokens: int, vocab_size: int) -> Pl
     if vocab_size < 1:
         raise ValueError(f"vocab_size must be at least 1, got {vocab_size}")
     view = SchemaView(spec)
-    forms = tuple(f for f in PROMPT_FORMS if view.accepts("prompt", _FORM_SAMPLES[f]))
-    # A schema that admits no prompt at all (Nscale as written, under --strict-spec)
-    # still gets the four OpenAI forms: without a prompt there is no request to send.
-    forms = forms or PROMPT_FORMS
+    caps = Caps(24, MAX_PROMPTS, 8, (0, vocab_size - 1), SAMPLE_PROMPTS)
+    prompt = prompt_branches(spec, view, caps)
     limit = 10**9
     max_tokens_range = _ints(view, "max_tokens", 0, max_tokens)
     if view.declares("max_tokens") and max_tokens_range is None:
         max_tokens_range = (view.interval("max_tokens").closed_ints(0, limit)[0],) * 2
-    stop_min, stop_max = view.array_bounds("stop")
+    stop_branches = _drawable(branches(view.properties.get("stop")), STOP_CAPS)
     stop_items = None
-    if view.accepts("stop", ["x"]):
-        lo, hi = max(1, stop_min or 1), min(MAX_STOP, MAX_STOP if stop_max is None else stop_max)
-        stop_items = (lo, hi) if lo <= hi else None
+    lists = [b for b in stop_branches if "array" in types_of(b.schema)]
+    if lists:
+        from strategies._branches import item_range
+
+        stop_items = item_range(lists[0].schema, MAX_STOP, True)
+    text_branches = tuple(
+        (name, b)
+        for name in ("suffix", "user")
+        for b in _drawable(branches(view.properties.get(name)), TEXT_CAPS[name])
+        if b.form == "string"
+    )
     samplers = tuple(
         (name, view.interval(name).with_defaults(*bounds))
         for name, bounds in SAMPLER_RANGES.items()
@@ -134,17 +217,17 @@ def make_plan(spec: Spec, *, model: str, max_tokens: int, vocab_size: int) -> Pl
     return Plan(
         model=model,
         vocab_size=vocab_size,
-        forms=forms,
+        prompt_branches=prompt,
+        stop_branches=stop_branches,
+        text_branches=text_branches,
         max_tokens=max_tokens_range,
         n=_ints(view, "n", 1, MAX_N),
         best_of=_ints(view, "best_of", 2, MAX_CHOICES),
         logprobs=logprobs,
         samplers=samplers,
-        stop_string=view.accepts("stop", "x"),
         stop_items=stop_items,
         logit_bias=_logit_bias(view),
         seed=seed,
-        texts=tuple(name for name in ("suffix", "user") if view.accepts(name, "x")),
         echo=view.accepts("echo", True),
         stream=view.accepts("stream", True),
         stream_options=view.accepts("stream_options", {"include_usage": True}, stream=True),
@@ -155,34 +238,11 @@ def make_plan(spec: Spec, *, model: str, max_tokens: int, vocab_size: int) -> Pl
 # Cached: building and validating a strategy costs more than drawing from it, and the
 # composite below asks for the same few strategies on every draw.
 
-_CHARACTERS = st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Cn", "Co"))
-
-
-@lru_cache(maxsize=256)
-def texts(max_size: int = 24) -> st.SearchStrategy[str]:
-    """Short non-empty texts: a plain sentence, or any printable Unicode."""
-    return st.one_of(
-        st.sampled_from(SAMPLE_PROMPTS), st.text(_CHARACTERS, min_size=1, max_size=max_size)
-    )
-
 
 @lru_cache(maxsize=256)
 def token_ids(vocab_size: int) -> st.SearchStrategy[int]:
     """Token ids below ``vocab_size``."""
     return st.integers(0, vocab_size - 1)
-
-
-@lru_cache(maxsize=256)
-def prompts(form: str, vocab_size: int) -> st.SearchStrategy[Any]:
-    """Prompts of one form: at most MAX_PROMPTS prompts, each short."""
-    tokens = st.lists(token_ids(vocab_size), min_size=1, max_size=8)
-    by_form: dict[str, st.SearchStrategy[Any]] = {
-        "string": texts(),
-        "strings": st.lists(texts(), min_size=1, max_size=MAX_PROMPTS),
-        "tokens": tokens,
-        "token-lists": st.lists(tokens, min_size=1, max_size=MAX_PROMPTS),
-    }
-    return by_form[form]
 
 
 def with_ends(
@@ -233,19 +293,25 @@ def _tidy(x: float, bounds: Interval) -> float:
 
 @lru_cache(maxsize=256)
 def stops(plan: Plan) -> st.SearchStrategy[Any]:
-    """A stop string or a list of them, within the spec's item bounds and at most 4.
+    """A stop from one of the spec's stop branches (a string, a list), within the caps.
 
-    The shape is drawn first, so that each list length is as likely as the string.
+    The branch is drawn first, then a list's length, so that each length is as likely
+    as the string.
     """
-    stop_text = st.one_of(
-        st.sampled_from(COMMON_STOPS), st.text(_CHARACTERS, min_size=1, max_size=8)
-    )
-    shapes: list[int] = [0] if plan.stop_string else []  # 0: a single string
-    if plan.stop_items is not None:
-        shapes += range(plan.stop_items[0], plan.stop_items[1] + 1)
-    return st.sampled_from(shapes).flatmap(
-        lambda size: stop_text if size == 0 else st.lists(stop_text, min_size=size, max_size=size)
-    )
+    options: list[st.SearchStrategy[Any]] = []
+    for branch in plan.stop_branches:
+        values = branch_values(branch, STOP_CAPS)
+        assert values is not None
+        if "array" in types_of(branch.schema) and plan.stop_items is not None:
+            item = branch_values(
+                Branch("item", json.dumps(branch.schema.get("items") or {})), STOP_CAPS
+            )
+            if item is not None:
+                low, high = plan.stop_items
+                options += [st.lists(item, min_size=k, max_size=k) for k in range(low, high + 1)]
+                continue
+        options.append(values)
+    return st.sampled_from(options).flatmap(lambda strategy: strategy)
 
 
 @lru_cache(maxsize=256)
@@ -260,16 +326,26 @@ def logit_biases(plan: Plan) -> st.SearchStrategy[dict[str, float]]:
     return st.dictionaries(keys, values, min_size=1, max_size=3)
 
 
-_USERS = st.text(string.ascii_letters + string.digits + "-_", min_size=1, max_size=16)
+def _values(branch: Branch, caps: Caps) -> st.SearchStrategy[Any]:
+    values = branch_values(branch, caps)
+    assert values is not None  # plans keep only drawable branches
+    return values
+
+
+def _text_of(plan: Plan, name: str) -> st.SearchStrategy[Any]:
+    """suffix or user, from one of its string branches."""
+    return st.one_of([_values(b, TEXT_CAPS[name]) for n, b in plan.text_branches if n == name])
 
 
 @st.composite
 def valid_bodies(draw: st.DrawFn, plan: Plan, stream: bool | None) -> dict[str, Any]:
     """A schema-valid body that keeps the cross-field rules and the cost caps."""
     body: dict[str, Any] = {"model": plan.model}
+    # The form first, so each form is as likely however many branches it has.
     form = draw(st.sampled_from(plan.forms))
-    prompt = body["prompt"] = draw(prompts(form, plan.vocab_size))
-    count = len(prompt) if form in ("strings", "token-lists") else 1
+    branch = draw(st.sampled_from([b for b in plan.prompt_branches if b.form == form]))
+    prompt = body["prompt"] = draw(_values(branch, plan.prompt_caps))
+    count = len(prompt) if branch.form in ("strings", "token-lists") else 1
     budget = MAX_CHOICES // count
     if plan.max_tokens is not None:
         body["max_tokens"] = draw(bounded_ints(*plan.max_tokens))
@@ -298,11 +374,11 @@ def valid_bodies(draw: st.DrawFn, plan: Plan, stream: bool | None) -> dict[str, 
     if plan.seed is not None and draw(st.booleans()):
         body["seed"] = draw(st.integers(*plan.seed))
     if "suffix" in plan.texts and draw(st.booleans()):
-        body["suffix"] = draw(texts(12))
+        body["suffix"] = draw(_text_of(plan, "suffix"))
     if plan.logit_bias is not None and draw(st.booleans()):
         body["logit_bias"] = draw(logit_biases(plan))
     if "user" in plan.texts and draw(st.booleans()):
-        body["user"] = draw(_USERS)
+        body["user"] = draw(_text_of(plan, "user"))
     if streamed:
         body["stream"] = True
         if plan.stream_options and draw(st.booleans()):
@@ -312,9 +388,13 @@ def valid_bodies(draw: st.DrawFn, plan: Plan, stream: bool | None) -> dict[str, 
     return body
 
 
-def as_case(body: dict[str, Any], mode: Mode = "valid", label: str | None = None) -> Case:
-    """A Case of ``body`` with its tags and a label."""
-    return Case(body, mode=mode, label=label or describe(body), tags=request_tags(body))
+def as_case(
+    spec: Spec, body: dict[str, Any], mode: Mode = "valid", label: str | None = None
+) -> Case:
+    """A Case of ``body`` with its tags and a label, validated by :func:`build_case`."""
+    from strategies._cases import generated_case
+
+    return generated_case(spec, body, mode, label or describe(body))
 
 
 def valid_requests(
@@ -329,4 +409,6 @@ def valid_requests(
     plan = make_plan(spec, model=model, max_tokens=max_tokens, vocab_size=vocab_size)
     if stream and not plan.stream:
         raise ValueError(f"spec {spec.name!r} declares no `stream` parameter")
-    return valid_bodies(plan, stream if plan.stream else False).map(as_case)
+    return valid_bodies(plan, stream if plan.stream else False).map(
+        lambda body: as_case(spec, body)
+    )

@@ -8,17 +8,20 @@ A rule name is a stable string in one of three forms:
   inside a field (a list item, an object member) is named after the top-level field.
 - ``body:<problem>`` for the body as a whole: ``body:not-json``, ``body:type``.
 - ``cross:<rule>`` for the cross-field rules of the spec text: ``cross:best_of<n``,
-  ``cross:best_of+stream``, ``cross:stream_options-without-stream``.
+  ``cross:best_of+stream``, ``cross:stream_options-without-stream``; each only under a
+  document whose text states it (:func:`stated_cross_rules`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
 from conformance.case import Case
+from conformance.policies import BEST_OF_EQUAL_N
 from conformance.spec import Spec
 from strategies._schema import view_of
 
@@ -43,16 +46,41 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def cross_field_problems(body: Mapping[str, Any], *, n_default: int = 1) -> list[str]:
+# Where a document states each cross-field rule: the property whose description says it,
+# and the words that say it. A rule a document does not state is not judged under it.
+CROSS_SOURCES: dict[str, tuple[str, re.Pattern[str]]] = {
+    CROSS_BEST_OF_BELOW_N: ("best_of", re.compile(r"greater than\s+`?n`?", re.I)),
+    CROSS_BEST_OF_STREAM: ("best_of", re.compile(r"cannot be streamed", re.I)),
+    CROSS_STREAM_OPTIONS: ("stream_options", re.compile(r"only set this when.*`?stream", re.I)),
+}
+
+
+def stated_cross_rules(spec: Spec) -> frozenset[str]:
+    """The cross-field rules ``spec``'s own text states (see CROSS_SOURCES)."""
+    props = spec.request_properties
+    return frozenset(
+        rule
+        for rule, (field, words) in CROSS_SOURCES.items()
+        if field in props and words.search(json.dumps(props[field]))
+    )
+
+
+def cross_field_problems(
+    body: Mapping[str, Any], *, n_default: int = 1, equal_breaks: bool = False
+) -> list[str]:
     """The cross-field rules of the spec text that ``body`` breaks, as rule names.
 
     A null field counts as absent, and an absent ``n`` as ``n_default`` (OpenAI's 1;
-    :func:`broken_rules` passes the spec's declared default).
+    :func:`broken_rules` passes the spec's declared default). ``equal_breaks``: best_of
+    == n breaks the "greater than n" rule too (policy best-of-equal-n-valid switched off).
     """
     problems = []
     best_of = _int(body.get("best_of"))
     n = n_default if body.get("n") is None else _int(body["n"])
-    if best_of is not None and n is not None and best_of < n:
+    below = (
+        best_of is not None and n is not None and (best_of <= n if equal_breaks else best_of < n)
+    )
+    if below:
         problems.append(CROSS_BEST_OF_BELOW_N)
     streamed = body.get("stream") is True
     if body.get("best_of") is not None and streamed:
@@ -66,7 +94,7 @@ def _branch_index(error: Any) -> int:
     return int(error.relative_schema_path[0])
 
 
-def _keywords(error: Any) -> set[str]:
+def keywords(error: Any) -> set[str]:
     """The keywords that really reject an instance, looking inside ``anyOf``/``oneOf``.
 
     A combinator's own message ("not valid under any of the given schemas") says nothing.
@@ -87,7 +115,7 @@ def _keywords(error: Any) -> set[str]:
         found: set[str] = set()
         mismatch = False
         for sub in subs:
-            words = _keywords(sub)
+            words = keywords(sub)
             if not sub.path and words == {"type"}:
                 mismatch = True
             found |= words
@@ -109,13 +137,13 @@ def schema_rules(spec: Spec, body: Any) -> set[str]:
     found: dict[tuple[Any, ...], set[str]] = defaultdict(set)
     for error in view_of(spec).errors(body):
         if error.path:
-            found[tuple(error.path)] |= _keywords(error)
+            found[tuple(error.path)] |= keywords(error)
         elif error.validator == "required":
             rules |= {f"{name}:required" for name in error.validator_value if name not in body}
         elif error.validator == "type":
             rules.add(BODY_TYPE)
         else:
-            rules |= {f"body:{word}" for word in _keywords(error)}
+            rules |= {f"body:{word}" for word in keywords(error)}
     for path, words in found.items():
         rules |= {f"{path[0]}:{word}" for word in ({"type"} if "type" in words else words)}
     return rules
@@ -132,8 +160,17 @@ def broken_rules(spec: Spec, case: Case) -> set[str]:
     rules = schema_rules(spec, body)
     if not isinstance(body, dict):
         return rules
-    bad_fields = {rule.split(":", 1)[0] for rule in rules}
+    return rules | cross_rules(spec, body, rules)
+
+
+def cross_rules(spec: Spec, body: Mapping[str, Any], schema_broken: set[str]) -> set[str]:
+    """The cross-field rules ``spec`` states that ``body`` breaks between schema-valid fields."""
+    bad_fields = {rule.split(":", 1)[0] for rule in schema_broken}
     n_default = _int(view_of(spec).default("n"))
-    problems = cross_field_problems(body, n_default=1 if n_default is None else n_default)
-    rules |= {p for p in problems if not CROSS_FIELDS[p] & bad_fields}
-    return rules
+    problems = cross_field_problems(
+        body,
+        n_default=1 if n_default is None else n_default,
+        equal_breaks=not spec.uses(BEST_OF_EQUAL_N.id),
+    )
+    stated = stated_cross_rules(spec)
+    return {p for p in problems if p in stated and not CROSS_FIELDS[p] & bad_fields}

@@ -94,9 +94,12 @@ class Interval:
 
     def with_defaults(self, low: float, high: float) -> Interval:
         """These bounds, with ``low``/``high`` where the schema states none."""
+        # A default end never crosses a stated one (a spec's minimum 3 above OpenAI's 2).
+        lo = min(low, self.high) if self.low is None and self.high is not None else low
+        hi = max(high, self.low) if self.high is None and self.low is not None else high
         return Interval(
-            low if self.low is None else self.low,
-            high if self.high is None else self.high,
+            lo if self.low is None else self.low,
+            hi if self.high is None else self.high,
             self.low_open and self.low is not None,
             self.high_open and self.high is not None,
         )

@@ -9,21 +9,17 @@ import pytest
 from conformance.spec import SpecError, load_spec, resolve_refs
 
 NSCALE_ERRATA = {
-    "nscale-anyof-type-object",
-    "nscale-event-stream-array",
-    "stream-chunk-nulls",
-    "nscale-null-fields",
-    "done-sentinel",
-    "nscale-charset",
-    "echo-first-logprob-null",
+    "object-type-beside-string-array-anyof",
+    "event-stream-schema-is-array",
+    "stream-chunk-nulls-forbidden",
+    "echo-first-logprob-not-nullable",
 }
 AIHUBMIX_ERRATA = {
-    "aihubmix-stream-media-type",
-    "aihubmix-stream-options-default-null",
-    "aihubmix-nullable",
-    "stream-chunk-nulls",
-    "done-sentinel",
-    "echo-first-logprob-null",
+    "event-stream-media-type-undeclared",
+    "null-default-on-object-schema",
+    "nullable-in-openapi-3.1",
+    "stream-chunk-nulls-forbidden",
+    "echo-first-logprob-not-nullable",
 }
 CHUNK = {
     "id": "cmpl-1",
@@ -40,6 +36,49 @@ CHUNK = {
 def test_errata_detected_from_the_documents(name: str, errata: set[str]) -> None:
     assert {e.id for e in load_spec(name).errata} == errata
     assert load_spec(name, strict=True).errata == []
+
+
+def test_errata_apply_only_where_the_defect_is(tmp_path: Path) -> None:
+    """A 3.0 document that already allows the nulls gets neither erratum nor policy."""
+    import yaml
+
+    doc = yaml.safe_load(load_spec("nscale").path.read_text())
+    for node in _mappings(doc):
+        props = node.get("properties")
+        if isinstance(props, dict):
+            for field in ("logprobs", "finish_reason", "usage", "param"):
+                if isinstance(props.get(field), dict):
+                    props[field]["nullable"] = True
+    path = tmp_path / "fixed.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    spec = load_spec(str(path))
+    assert not spec.uses("null-response-fields")
+    assert "stream-chunk-nulls-forbidden" not in {e.id for e in spec.errata}
+    assert load_spec("nscale").uses("null-response-fields")
+    assert not load_spec("aihubmix").uses("null-response-fields")  # it says null elsewhere
+
+
+def test_policies_listed_with_errata_and_off_when_strict() -> None:
+    from conformance.policies import POLICIES, header_lines, registry
+
+    spec = load_spec("aihubmix")
+    entries = registry(spec)
+    assert {e["id"] for e in entries if e["kind"] == "erratum"} == AIHUBMIX_ERRATA
+    assert {e["id"] for e in entries if e["kind"] == "policy"} == {
+        p.id for p in POLICIES if p.id != "null-response-fields"
+    }
+    assert all(e["detail"] and e["switch"] == "--strict-spec" for e in entries)
+    strict = load_spec("aihubmix", strict=True)
+    assert registry(strict) == [] and strict.request_id_header is None
+    assert header_lines(strict)[1] == "conformance: policies: none (--strict-spec)"
+
+
+def _mappings(node: object) -> list[dict]:  # type: ignore[type-arg]
+    if isinstance(node, dict):
+        return [node, *(m for v in node.values() for m in _mappings(v))]
+    if isinstance(node, list):
+        return [m for v in node for m in _mappings(v)]
+    return []
 
 
 def test_nscale_prompt_is_satisfiable_only_with_errata() -> None:

@@ -8,6 +8,9 @@ or a bad re-extraction is caught here rather than as odd conformance findings la
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +20,10 @@ from openapi_spec_validator import OpenAPIV31SpecValidator, validate
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SPECS = REPO_ROOT / "specs"
-SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+# The seeds live beside the checkout (../shared/seeds) or where CONFORMANCE_SEEDS says.
+SEEDS = Path(
+    os.environ.get("CONFORMANCE_SEEDS", Path(__file__).resolve().parents[2] / "shared" / "seeds")
+)
 
 AIHUBMIX_SEED = "004_0e0b943489f7c630.txt"
 NSCALE_SEED = "000_c5623b650f680ea5.txt"
@@ -316,3 +322,49 @@ def test_nscale_anyof_type_object_defect_kept_verbatim(nscale: dict[str, Any]) -
     for name in ("PromptValue", "StopSequence"):
         assert schemas[name]["type"] == "object", name
         assert {b["type"] for b in schemas[name]["anyOf"]} == {"string", "array"}, name
+
+
+# --------------------------------------------------------------------------- pins
+# specs/pins.json holds what the seed tests check, so that they hold in a fresh clone
+# without the seeds: each file's sha256, Nscale's extracted text and AIHubMix's token
+# sequence (count and digest). Where the seeds are present, the pins are re-derived.
+
+PINS = json.loads((SPECS / "pins.json").read_text(encoding="utf-8"))
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.mark.parametrize("name", ["nscale.yaml", "aihubmix.yaml"])
+def test_vendored_files_match_their_pins(name: str) -> None:
+    assert _sha((SPECS / name).read_bytes()) == PINS[name]["sha256"]
+
+
+def test_nscale_text_matches_the_pinned_seed_extract() -> None:
+    ours = (SPECS / "nscale.yaml").read_text(encoding="utf-8")
+    assert _sha(ours.rstrip().encode()) == PINS["nscale.yaml"]["seed_yaml_sha256"]
+
+
+def test_aihubmix_tokens_match_the_pinned_seed_tokens() -> None:
+    tokens = (SPECS / "aihubmix.yaml").read_text(encoding="utf-8").split()
+    pin = PINS["aihubmix.yaml"]
+    assert len(tokens) == pin["seed_token_count"]
+    assert _sha(" ".join(tokens).encode()) == pin["seed_tokens_sha256"]
+
+
+@pytest.mark.parametrize("name", ["nscale.yaml", "aihubmix.yaml"])
+def test_pins_derive_from_the_seeds(name: str) -> None:
+    pin = PINS[name]
+    seed = _seed_text(pin["seed"])  # skips without ../shared
+    assert _sha((SEEDS / pin["seed"]).read_bytes()) == pin["seed_sha256"]
+    extract = _fenced_yaml(seed)
+    assert _sha(extract.rstrip().encode()) == pin["seed_yaml_sha256"]
+    assert len(extract.split()) == pin["seed_token_count"]
+    assert _sha(" ".join(extract.split()).encode()) == pin["seed_tokens_sha256"]
+
+
+def test_readme_names_the_pinned_seed_digests() -> None:
+    readme = (SPECS / "README.md").read_text(encoding="utf-8")
+    for pin in PINS.values():
+        assert pin["seed_sha256"] in readme and pin["seed"] in readme

@@ -29,6 +29,7 @@ from strategies import (
     edge_requests,
     invalid_cases,
     invalid_requests,
+    oracle_rules,
     prompt_form,
     request_tags,
     valid_requests,
@@ -63,11 +64,15 @@ def assert_cheap_and_valid(spec: Spec, case: Case) -> None:
     body = case.body
     assert case.raw_body is None
     assert spec.validate("request", body) is None, (case.label, body)
+    assert oracle_rules(spec, body) == set(), (case.label, body)  # openapi-core agrees
+    assert "(adapted:" not in case.label, "generated bodies need no adapting"
     assert cross_field_problems(body) == [], (case.label, body)
     assert broken_rules(spec, case) == set()
     assert set(body) <= set(spec.request_properties), "only declared properties"
     # Cost caps: max_tokens explicit and bounded, at most 6 choices.
-    assert 0 <= body["max_tokens"] <= MAX_TOKENS
+    assert body["max_tokens"] <= MAX_TOKENS
+    # Below 0 only as the edge of a max_tokens the spec leaves open below.
+    assert body["max_tokens"] >= 0 or spec.validate("request", {**body, "max_tokens": -5}) is None
     n = body.get("n") or 1
     best_of = body.get("best_of") or 1
     assert n <= 3
@@ -142,10 +147,14 @@ def test_stream_only_where_declared() -> None:
     assert spec.request_properties["stream"]
 
 
-def test_strict_spec_still_generates() -> None:
-    """Nscale as written admits no prompt; the four OpenAI forms are used anyway."""
-    spec = load_spec("nscale", strict=True)
-    cases = draw(valid_requests(spec, model=MODEL), 40, seed_value=0)
+def test_strict_spec_is_literal_about_prompts() -> None:
+    """Nscale as written admits no prompt: under --strict-spec no valid request exists and
+    generation says so; with the policy openai-prompt-forms the four forms are sent."""
+    with pytest.raises(strategies.NoValidPrompt, match="admits no prompt"):
+        valid_requests(load_spec("nscale", strict=True), model=MODEL)
+    with pytest.raises(strategies.NoValidPrompt):
+        edge_requests(load_spec("nscale", strict=True), model=MODEL)
+    cases = draw(valid_requests(load_spec("aihubmix", strict=True), model=MODEL), 40)
     assert {prompt_form(c.body["prompt"]) for c in cases} == {
         "string",
         "strings",
@@ -269,18 +278,20 @@ def test_invalid_cases_one_per_rule(name: str) -> None:
     rules = [c.breaks for c in cases]
     assert len(rules) == len(set(rules))
     for case in cases:
-        assert broken_rules(spec, case) == {case.breaks}
+        # The independent oracle: openapi-core for schema rules, the stated predicate else.
+        assert oracle_rules(spec, case.body, raw=case.raw_body) == {case.breaks}, case.label
     assert {
         "model:required",
         "prompt:required",
         "prompt:type",
         "temperature:type",
         "n:type",
-        "cross:best_of<n",
-        "cross:best_of+stream",
-        "cross:stream_options-without-stream",
         "body:not-json",
     } <= set(rules)
+    cross = {"cross:best_of<n", "cross:best_of+stream", "cross:stream_options-without-stream"}
+    # Rules come from the document that states them: Nscale's text states none of these.
+    assert (cross <= set(rules)) == (name == "aihubmix")
+    assert not (cross & set(rules)) or name == "aihubmix"
     assert all(re.fullmatch(r"[a-z_]+:[A-Za-z_<+\-]+", r) for r in rules if r), rules
     not_json = next(c for c in cases if c.breaks == "body:not-json")
     assert not_json.raw_body == b"{not json"
@@ -439,10 +450,12 @@ def test_edge_requests_are_valid_and_cheap(name: str) -> None:
         ("aihubmix", {"best_of": -1}, {"best_of:minimum"}),  # not also best_of < n
         ("aihubmix", {"best_of": 0}, {"cross:best_of<n"}),  # the schema allows 0
         (
-            "nscale",
+            "aihubmix",
             {"n": 3, "best_of": 2, "stream": True},
             {"cross:best_of<n", "cross:best_of+stream"},
         ),
+        # Nscale's text states neither rule: not judged under it.
+        ("nscale", {"n": 3, "best_of": 2, "stream": True}, set()),
         # A field the schema rejects is not also judged by a cross-field rule.
         ("nscale", {"stream_options": {}}, {"stream_options:required"}),
         ("nscale", {"seed": 2**63}, {"seed:format"}),
@@ -571,3 +584,21 @@ def test_draws_are_independent() -> None:
     forms = [prompt_form(c.body["prompt"]) for c in cases]
     changes = sum(a != b for a, b in itertools.pairwise(forms))
     assert changes > 30
+
+
+def test_null_is_invalid_only_when_the_policy_is_off() -> None:
+    """Policy null-means-default: an explicit null for an optional field is never sent as
+    an invalid case; under --strict-spec it is, wherever the schema rejects null."""
+    from strategies._invalid import _breakers
+
+    def null_rules(spec: Spec) -> set[str]:
+        return {
+            b.rule
+            for b in _breakers(spec, model=MODEL, max_tokens=1)
+            for body in b.bodies
+            if any(v is None for v in body.values())
+        }
+
+    # Required fields (model) may be null-tested either way.
+    assert null_rules(SPECS["aihubmix"]) <= {"model:type", "prompt:type"}
+    assert "user:type" in null_rules(load_spec("aihubmix", strict=True))

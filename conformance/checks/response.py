@@ -19,11 +19,11 @@ from conformance.spec import NULLED_FIELDS, Spec
 
 MUST, SHOULD = Level.MUST, Level.SHOULD
 OPENAI = "OpenAI /v1/completions behaviour relied on by OpenAI clients"
-NULL_FIELDS_ERRATUM = "nscale-null-fields"
+NULL_FIELDS_ERRATUM = "null-response-fields"
 
 
-def _erratum(spec: Spec, erratum_id: str) -> bool:
-    return any(e.id == erratum_id for e in spec.errata)
+def _erratum(spec: Spec, rule_id: str) -> bool:
+    return spec.uses(rule_id)  # an erratum or a policy (conformance/policies.py)
 
 
 @requirement(
@@ -158,12 +158,12 @@ def choice_text(ctx: Context) -> None:
     area="schema",
     statement="Fields the spec types as non-nullable (logprobs, finish_reason, usage) are "
     "omitted rather than sent as null.",
-    source="spec: OpenAPI 3.0 types without nullable (erratum nscale-null-fields)",
+    source="spec: OpenAPI 3.0 types without nullable (policy null-response-fields)",
     evidence="spec-schema",
     scope=lambda spec: (
         None
         if _erratum(spec, NULL_FIELDS_ERRATUM)
-        else "the spec lets these fields be null (or its errata are off)"
+        else "the spec lets these fields be null (or the policy is off)"
     ),
     applies=lambda ctx: completion(ctx) and _erratum(ctx.spec, NULL_FIELDS_ERRATUM),
 )
