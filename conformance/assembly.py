@@ -109,6 +109,7 @@ def assemble(setup: Setup) -> Assembled:
         limits=setup.limits,
         retry=RetryPolicy(),
         pacer=Pacer(setup.rps / setup.workers if setup.rps else None),
+        **_pool_size(settings.concurrency),
     )
     run = Run(settings, spec, client, workers=setup.workers)
     results = Results.for_requirements(run.requirements)
@@ -121,6 +122,13 @@ def assemble(setup: Setup) -> Assembled:
             assembled.close()
             raise BadInput(str(exc)) from None
     return assembled
+
+
+def _pool_size(concurrency: int) -> dict[str, int]:
+    """The client's ceiling of sends in flight, where the client takes one (its adaptive
+    limit and shared 429 back-off start there; older clients bound nothing themselves)."""
+    fields = getattr(Client, "__dataclass_fields__", {})
+    return {"concurrency": concurrency} if "concurrency" in fields else {}
 
 
 def _checked(settings: Settings) -> Settings:
@@ -186,6 +194,9 @@ def conclude(
 
         diff = compare_to_baseline(results, assembled.baseline)
         results.meta["baseline"] = diff.to_json() | {"file": assembled.setup.baseline}
+    stats = getattr(assembled.run.client, "stats", None)
+    if hasattr(stats, "to_dict"):  # this process's client: peak in flight, retries...
+        results.meta["client"] = stats.to_dict()
     verdict = decide(results, assembled.spec, settings, runner_error=runner_error)
     verdict.store(results)
     if report_dir is None:

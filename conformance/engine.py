@@ -78,8 +78,9 @@ class Settings:
     skip_checks: tuple[str, ...] = ()
     # Requirements failing in the --baseline run: reported, but they fail no test.
     known_failures: frozenset[str] = frozenset()
-    # Requests in flight at once for scenarios whose requests do not depend on each other.
-    concurrency: int = 8
+    # Requests in flight at once for scenarios whose requests do not depend on each other
+    # (the command line's default is 8, options.DEFAULT_CONCURRENCY; the engine's is serial).
+    concurrency: int = 1
     # Capabilities the target must offer (--require-capabilities).
     require_capabilities: tuple[str, ...] = ()
 
@@ -346,6 +347,15 @@ class ItemRun:
         if self.budget_note and not self.results.spent["requests"]:
             return ItemOutcome("skipped", self.budget_note)
         return ItemOutcome("passed")
+
+    def verdict(self) -> None:
+        """The outcome as pytest's fail or skip, for code written against pytest.
+
+        The only way into pytest from here, imported on call: the engine runs without it.
+        """
+        from conformance.plugin import raise_outcome
+
+        raise_outcome(self.outcome())
 
 
 def play(item: ItemRun, scenario: Scenario, param: Any = None) -> ItemOutcome:

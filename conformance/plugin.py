@@ -23,7 +23,7 @@ from conformance.options import SUITE_DIR, add_options, parse_shard, setup_from,
 
 if TYPE_CHECKING:
     from conformance.assembly import Assembled
-    from conformance.engine import ItemRun
+    from conformance.engine import ItemOutcome, ItemRun
     from conformance.scenarios import Scenario
 
 __all__ = ["SUITE_DIR", "Suite", "parametrized"]
@@ -80,11 +80,15 @@ class Suite:
 
     def verdict(self) -> None:
         """Fail the test when a deciding requirement failed; skip when nothing was judged."""
-        outcome = self.item.outcome()
-        if outcome.word == "failed":
-            pytest.fail(outcome.message, pytrace=False)
-        if outcome.word == "skipped":
-            pytest.skip(outcome.message)
+        raise_outcome(self.item.outcome())
+
+
+def raise_outcome(outcome: ItemOutcome) -> None:
+    """An item's outcome as pytest's: fail (no traceback) or skip; passed returns."""
+    if outcome.word == "failed":
+        pytest.fail(outcome.message, pytrace=False)
+    if outcome.word == "skipped":
+        pytest.skip(outcome.message)
 
 
 @pytest.fixture
