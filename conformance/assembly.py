@@ -124,7 +124,7 @@ def assemble(setup: Setup) -> Assembled:
     return assembled
 
 
-def _pool_size(concurrency: int) -> dict[str, int]:
+def _pool_size(concurrency: int) -> dict[str, Any]:
     """The client's ceiling of sends in flight, where the client takes one (its adaptive
     limit and shared 429 back-off start there; older clients bound nothing themselves)."""
     fields = getattr(Client, "__dataclass_fields__", {})
@@ -194,9 +194,9 @@ def conclude(
 
         diff = compare_to_baseline(results, assembled.baseline)
         results.meta["baseline"] = diff.to_json() | {"file": assembled.setup.baseline}
-    stats = getattr(assembled.run.client, "stats", None)
-    if hasattr(stats, "to_dict"):  # this process's client: peak in flight, retries...
-        results.meta["client"] = stats.to_dict()
+    to_dict = getattr(getattr(assembled.run.client, "stats", None), "to_dict", None)
+    if callable(to_dict):  # this process's client: peak in flight, retries...
+        results.meta["client"] = to_dict()
     verdict = decide(results, assembled.spec, settings, runner_error=runner_error)
     verdict.store(results)
     if report_dir is None:
