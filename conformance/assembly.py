@@ -184,7 +184,11 @@ def _load_baseline(path: str) -> Results:
 
 
 def conclude(
-    assembled: Assembled, report_dir: Path | None, *, runner_error: str | None = None
+    assembled: Assembled,
+    report_dir: Path | None,
+    *,
+    runner_error: str | None = None,
+    partial: bool = False,
 ) -> tuple[Verdict, list[Path]]:
     """Decide the verdict of the merged Results, store it, and write the reports."""
     results, settings = assembled.results, assembled.run.settings
@@ -197,7 +201,7 @@ def conclude(
     to_dict = getattr(getattr(assembled.run.client, "stats", None), "to_dict", None)
     if callable(to_dict):  # this process's client: peak in flight, retries...
         results.meta["client"] = to_dict()
-    verdict = decide(results, assembled.spec, settings, runner_error=runner_error)
+    verdict = decide(results, assembled.spec, settings, runner_error=runner_error, partial=partial)
     verdict.store(results)
     if report_dir is None:
         return verdict, []

@@ -180,11 +180,16 @@ class SuiteSession:
 
         self.assembled.run.close()
         report_dir = Path(config.invocation_params.dir, config.option.report_dir)
-        verdict, written = conclude(self.assembled, report_dir, runner_error=_runner_error(
-            exitstatus, failing=bool(self.assembled.results.failing(
-                strict=self.assembled.run.settings.strict,
-                known=self.assembled.run.settings.known_failures)))
-        )  # fmt: skip
+        settings = self.assembled.run.settings
+        failing = self.assembled.results.failing(
+            strict=settings.strict, known=settings.known_failures
+        )
+        verdict, written = conclude(
+            self.assembled,
+            report_dir,
+            runner_error=_runner_error(exitstatus, failing=bool(failing)),
+            partial=bool(config.option.shard),
+        )
         # An error keeps pytest's own code (interrupted, internal error, usage...).
         keep = verdict.word == "error" and exitstatus not in (0, 1)
         session.exitstatus = exitstatus if keep else verdict.exit_code

@@ -29,8 +29,9 @@ def closing_lines(
         tally = results.tallies[rid]
         lines.append(f"failed: {rid} [{tally.level}] on {failed} of {checked} exchange(s)")
     untested = verdict.coverage.untested
+    shard = f" (in shard {results.meta['shard']})" if "shard" in results.meta else ""
     for u in untested[:SHOWN]:
-        lines.append(f"untested MUST: {u.id}: {u.reason}")
+        lines.append(f"untested MUST{shard}: {u.id}: {u.reason}")
     if len(untested) > SHOWN:
         lines.append(f"untested MUST: ... and {len(untested) - SHOWN} more (see the reports)")
     if verdict.coverage.not_applicable:

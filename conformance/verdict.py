@@ -152,8 +152,13 @@ def decide(
     settings: Settings,
     *,
     runner_error: str | None = None,
+    partial: bool = False,
 ) -> Verdict:
-    """The run's verdict from its merged Results (and what the runner saw go wrong)."""
+    """The run's verdict from its merged Results (and what the runner saw go wrong).
+
+    ``partial``: the Results are one shard of a run; coverage is listed but judged only
+    once the shards are merged (conformance-merge), so untested MUSTs do not decide here.
+    """
     known = settings.known_failures
     failing = results.failing(strict=settings.strict, known=known)
     failed = tuple((t.id, t.failed, t.checked) for t in failing)
@@ -173,7 +178,7 @@ def decide(
     if runner_error or errors:
         why = runner_error or f"a check raised an unexpected error: {', '.join(errors)}"
         return Verdict("error", (why,), failed, cover)
-    if cover.untested:
+    if cover.untested and not partial:
         why = f"{len(cover.untested)} MUST requirement(s) untested"
         return Verdict("incomplete", (why,), failed, cover)
     return Verdict("passed", (), failed, cover)
