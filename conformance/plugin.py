@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -26,10 +26,9 @@ if TYPE_CHECKING:
     from conformance.engine import ItemOutcome, ItemRun
     from conformance.scenarios import Scenario
 
-__all__ = ["SUITE_DIR", "Suite", "parametrized"]
+__all__ = ["SUITE_DIR", "Suite", "raise_outcome", "suite_test"]
 STATE = pytest.StashKey["SuiteSession"]()
 ITEM_KEY = pytest.StashKey["ItemRun"]()
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -53,11 +52,21 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(lambda: config.pluginmanager.unregister(session))
 
 
-def parametrized(scenario: Scenario) -> Callable[[F], F]:
-    """Parametrize a suite test by its scenario's params (batches, variants)."""
+def suite_test(scenario: Scenario) -> Callable[..., None]:
+    """The pytest test that plays ``scenario`` (one item per param); a suite module binds
+    it to ``test_<scenario name>``, the name prefetching looks scenarios up by."""
     if scenario.params == (None,):
-        return lambda f: f
-    return pytest.mark.parametrize("param", scenario.params, ids=scenario.ids or None)
+
+        def test(conformance: Suite) -> None:
+            conformance.play(scenario)
+
+        return pytest.mark.conformance(test)  # type: ignore[no-any-return]
+
+    def test_param(conformance: Suite, param: Any) -> None:
+        conformance.play(scenario, param)
+
+    marked = pytest.mark.parametrize("param", scenario.params, ids=scenario.ids or None)
+    return pytest.mark.conformance(marked(test_param))  # type: ignore[no-any-return]
 
 
 class Suite:

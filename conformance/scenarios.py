@@ -21,7 +21,7 @@ from conformance.engine import ScenarioSkipped
 from conformance.spec import Spec
 
 if TYPE_CHECKING:
-    from conformance.engine import ItemRun, Run, Sender
+    from conformance.engine import ItemRun, Run, Sender, Settings
 
 # Generated scenarios are split into this many items (the same cases in all), so that
 # pytest-xdist and --shard can balance a run.
@@ -130,16 +130,21 @@ def _bad_requests(run: Run, _: Any) -> list[Case]:
     return bad_request_probes(run.spec, run.settings.model)
 
 
-def _stop_probe(item: ItemRun, _: Any) -> None:
-    """Ask once at temperature 0, then again with a word of the first answer as stop."""
-    s, spec = item.settings, item.spec
-    body = {
-        "model": s.model,
-        "prompt": "Count slowly from one to twenty:",
-        "max_tokens": max(s.max_tokens, 8),
+def _greedy(settings: Settings, prompt: str) -> dict[str, Any]:
+    """A request that two sends answer alike (temperature 0, a seed), long enough to compare."""
+    return {
+        "model": settings.model,
+        "prompt": prompt,
+        "max_tokens": max(settings.max_tokens, 8),
         "temperature": 0,
         "seed": 7,
     }
+
+
+def _stop_probe(item: ItemRun, _: Any) -> None:
+    """Ask once at temperature 0, then again with a word of the first answer as stop."""
+    spec = item.spec
+    body = _greedy(item.settings, "Count slowly from one to twenty:")
     first = item.send(case(spec, body, label="stop probe: first answer"))
     text = first_text(first.json if first else None)
     # U+FFFD stands for bytes that are not UTF-8: no server can match it as a stop.
@@ -215,14 +220,8 @@ def _stream_twin(item: ItemRun, _: Any) -> None:
     """Ask once without streaming at temperature 0, then stream the same request."""
     from conformance.checks.streaming import TWIN_TAG
 
-    s, spec = item.settings, item.spec
-    body = {
-        "model": s.model,
-        "prompt": "Describe a river in a few words:",
-        "max_tokens": max(s.max_tokens, 8),
-        "temperature": 0,
-        "seed": 7,
-    }
+    spec = item.spec
+    body = _greedy(item.settings, "Describe a river in a few words:")
     twin = item.send(case(spec, body, label="stream probe: non-streamed twin"))
     streamed = case(
         spec,

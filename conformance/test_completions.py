@@ -1,34 +1,12 @@
 """Non-streamed completions: generated valid, edge and invalid requests, and the stop probe.
 
-Each test plays one scenario of conformance/scenarios.py (named like the test).
+Each test plays the scenario of conformance/scenarios.py that it is named after.
 """
 
-from __future__ import annotations
-
-from typing import Any
-
-import pytest
-
 from conformance import scenarios as s
-from conformance.plugin import Suite, parametrized
+from conformance.plugin import suite_test
 
-pytestmark = pytest.mark.conformance
-
-
-@parametrized(s.VALID_REQUESTS)
-def test_valid_requests(conformance: Suite, param: Any) -> None:
-    conformance.play(s.VALID_REQUESTS, param)
-
-
-@parametrized(s.EDGE_REQUESTS)
-def test_edge_requests(conformance: Suite, param: Any) -> None:
-    conformance.play(s.EDGE_REQUESTS, param)
-
-
-@parametrized(s.INVALID_REQUESTS)
-def test_invalid_requests(conformance: Suite, param: Any) -> None:
-    conformance.play(s.INVALID_REQUESTS, param)
-
-
-def test_stop_probe(conformance: Suite) -> None:
-    conformance.play(s.STOP_PROBE)
+test_valid_requests = suite_test(s.VALID_REQUESTS)
+test_edge_requests = suite_test(s.EDGE_REQUESTS)
+test_invalid_requests = suite_test(s.INVALID_REQUESTS)
+test_stop_probe = suite_test(s.STOP_PROBE)

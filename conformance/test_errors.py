@@ -5,23 +5,9 @@ politely (403 needs a restricted key, 429 needs hammering, 5xx a broken target) 
 judged whenever they turn up elsewhere in the run.
 """
 
-from __future__ import annotations
-
-import pytest
-
 from conformance import scenarios as s
-from conformance.plugin import Suite
+from conformance.plugin import suite_test
 
-pytestmark = pytest.mark.conformance
-
-
-def test_auth_probes(conformance: Suite) -> None:
-    conformance.play(s.AUTH_PROBES)
-
-
-def test_unknown_model(conformance: Suite) -> None:
-    conformance.play(s.UNKNOWN_MODEL)
-
-
-def test_bad_requests(conformance: Suite) -> None:
-    conformance.play(s.BAD_REQUESTS)
+test_auth_probes = suite_test(s.AUTH_PROBES)
+test_unknown_model = suite_test(s.UNKNOWN_MODEL)
+test_bad_requests = suite_test(s.BAD_REQUESTS)

@@ -1,14 +1,6 @@
-"""SDK compatibility: the official openai client against the target."""
-
-from __future__ import annotations
-
-import pytest
+"""SDK compatibility: the official openai client reads the target's answers."""
 
 from conformance import scenarios as s
-from conformance.plugin import Suite
+from conformance.plugin import suite_test
 
-pytestmark = pytest.mark.conformance
-
-
-def test_openai_sdk_reads_the_answers(conformance: Suite) -> None:
-    conformance.play(s.SDK)
+test_openai_sdk_reads_the_answers = suite_test(s.SDK)

@@ -1,31 +1,10 @@
 """Streamed completions: generated streams, the usage chunk both ways, the stream compared
 with its non-streamed twin, and the streams servers get wrong; each stream judged whole."""
 
-from __future__ import annotations
-
-from typing import Any
-
-import pytest
-
 from conformance import scenarios as s
-from conformance.plugin import Suite, parametrized
+from conformance.plugin import suite_test
 
-pytestmark = pytest.mark.conformance
-
-
-@parametrized(s.VALID_STREAMS)
-def test_valid_streams(conformance: Suite, param: Any) -> None:
-    conformance.play(s.VALID_STREAMS, param)
-
-
-@parametrized(s.USAGE_CHUNK)
-def test_usage_chunk(conformance: Suite, param: Any) -> None:
-    conformance.play(s.USAGE_CHUNK, param)
-
-
-def test_stream_matches_non_stream(conformance: Suite) -> None:
-    conformance.play(s.STREAM_TWIN)
-
-
-def test_stream_edges(conformance: Suite) -> None:
-    conformance.play(s.STREAM_EDGES)
+test_valid_streams = suite_test(s.VALID_STREAMS)
+test_usage_chunk = suite_test(s.USAGE_CHUNK)
+test_stream_matches_non_stream = suite_test(s.STREAM_TWIN)
+test_stream_edges = suite_test(s.STREAM_EDGES)
