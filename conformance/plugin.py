@@ -60,7 +60,7 @@ def suite_test(scenario: Scenario) -> Callable[..., None]:
         def test(conformance: Suite) -> None:
             conformance.play(scenario)
 
-        return pytest.mark.conformance(test)  # type: ignore[no-any-return]
+        return pytest.mark.conformance(test)
 
     def test_param(conformance: Suite, param: Any) -> None:
         conformance.play(scenario, param)
