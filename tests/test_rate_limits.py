@@ -140,3 +140,22 @@ def test_under_xdist_rps_is_shared_and_rate_limits_end_without_verdict(
     assert_no_verdict(pytester, result)
     intervals = {p.name: float(p.read_text()) for p in tmp_path.iterdir()}
     assert set(intervals) == {"gw0", "gw1"} and set(intervals.values()) == {0.25}
+
+
+def test_rps_holds_across_requests_in_flight(targets: Targets) -> None:
+    """--concurrency 8 with --rps 20: the shared pacer still spaces the starts."""
+    from conformance.engine import Run, Settings
+
+    n, rps = 6, 20.0
+    target = targets.get("nscale")
+    client = Client(target.server.url, api_key=API_KEY, pacer=Pacer(rps))
+    run = Run(Settings(concurrency=8), target.spec, client)
+    try:
+        began = time.monotonic()
+        sent = run.item().send_all([case(max_tokens=1) for _ in range(n)])
+        elapsed = time.monotonic() - began
+    finally:
+        run.close()
+        client.close()
+    assert [ex.status for ex in sent] == [200] * n
+    assert elapsed >= (n - 1) / rps
