@@ -233,5 +233,6 @@ def run_suite(
         )
     finally:
         assembled.close()
-    verdict, written = conclude(assembled, report_dir)
+    errors = [f"{p.name}: {p.outcome.message}" for p in played if p.outcome.word == "error"]
+    verdict, written = conclude(assembled, report_dir, runner_error=errors[0] if errors else None)
     return Outcome(assembled.results, verdict, tuple(played), tuple(written))

@@ -160,7 +160,7 @@ class Run:
         self.concurrency = max(1, settings.concurrency)
         self._slots = threading.BoundedSemaphore(self.concurrency)
         self._pool: ThreadPoolExecutor | None = None
-        self._planned: dict[tuple[str, Any], list[Future[Sent]] | ScenarioSkipped] = {}
+        self._planned: dict[tuple[str, Any], list[Future[Sent]] | Exception] = {}
 
     def item(self) -> ItemRun:
         return ItemRun(self)
@@ -209,7 +209,7 @@ class Run:
             return
         try:
             cases = scenario.cases(self, param)
-        except ScenarioSkipped as exc:
+        except Exception as exc:  # a skip, or a defect: raised again when the item plays
             self._planned[scenario.name, param] = exc
             return
         self._planned[scenario.name, param] = [self.dispatch(c, scenario.via) for c in cases]
@@ -220,7 +220,7 @@ class Run:
         if plan is None:
             assert scenario.cases is not None
             plan = [self.dispatch(c, scenario.via) for c in scenario.cases(self, param)]
-        if isinstance(plan, ScenarioSkipped):
+        if isinstance(plan, Exception):
             raise plan
         return plan
 
@@ -235,7 +235,7 @@ class Run:
 class ItemOutcome:
     """How one played scenario ended, in the words a test runner needs."""
 
-    word: Literal["passed", "failed", "skipped"]
+    word: Literal["passed", "failed", "skipped", "error"]
     message: str = ""
 
 
@@ -397,7 +397,10 @@ def execute(run: Run, scenarios: Sequence[Scenario], results: Results) -> list[P
     try:
         for scenario, param in items:
             item = run.item()
-            outcome = play(item, scenario, param)
+            try:
+                outcome = play(item, scenario, param)
+            except Exception as exc:  # a defect of the suite: reported, the run goes on
+                outcome = ItemOutcome("error", f"{type(exc).__name__}: {exc}")
             merge_item(results, item.results)
             played.append(Played(scenario.item_id(param), outcome))
     finally:

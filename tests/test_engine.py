@@ -250,3 +250,17 @@ def test_a_skipped_scenario_records_its_reason(targets: Targets) -> None:
 def test_tally_defaults_mean_not_tested() -> None:
     assert Tally("X", "MUST", "schema", "", "").status == "not-tested"
     assert UNKNOWN_MODEL.item_id(None) == "unknown_model"
+
+
+def test_a_broken_scenario_is_an_error_not_a_pass() -> None:
+    """A defect of the suite ends the engine run with 'error' (exit 3), never 'passed'."""
+    from conformance.scenarios import Scenario
+
+    def broken(run: Run, _: Any) -> list[Any]:
+        raise RuntimeError("a bug in a scenario")
+
+    scenarios = (UNKNOWN_MODEL, Scenario("broken", cases=broken))
+    outcome = run_suite(Setup(settings=Settings(concurrency=4)), scenarios=scenarios)
+    assert [p.outcome.word for p in outcome.played] == ["passed", "error"]
+    assert (outcome.verdict.word, outcome.verdict.exit_code) == ("error", 3)
+    assert outcome.verdict.reasons == ("broken: RuntimeError: a bug in a scenario",)
