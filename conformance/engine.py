@@ -159,6 +159,7 @@ class Run:
         self.rate_limited = False
         self.concurrency = max(1, settings.concurrency)
         self._slots = threading.BoundedSemaphore(self.concurrency)
+        self._alone_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self._planned: dict[tuple[str, Any], list[Future[Sent]] | Exception] = {}
 
@@ -191,13 +192,38 @@ class Run:
         if self.rate_limited:  # another request hit the limit while this one waited
             return Sent(None)
         with self._slots:
-            client = self.client
-            # Another sender (the SDK) is paced and retried like the client's own sends.
-            exchange = client.send(case) if via is None else client.paced(lambda: via(client, case))
+            exchange = self._send(case, via)
+        if exchange.status == 429 and self.concurrency > 1 and not self.rate_limited:
+            exchange = self._alone(case, via, exchange)
         self.budget.spend_tokens(tokens_used(exchange))
         if exchange.status == 429:
             self.rate_limited = True
         return Sent(exchange)
+
+    def _send(self, case: Case, via: Sender | None) -> Exchange:
+        client = self.client
+        # Another sender (the SDK) is paced and retried like the client's own sends.
+        return client.send(case) if via is None else client.paced(lambda: via(client, case))
+
+    def _alone(self, case: Case, via: Sender | None, limited: Exchange) -> Exchange:
+        """Send a rate-limited case once more with nothing else in flight.
+
+        Sends in flight together may have drawn the 429s between them (a limit on every
+        third request, say): the run adapts down to one at a time before it concludes
+        that the limit never clears. Its attempts count as retries.
+        """
+        with self._alone_lock:
+            if self.rate_limited:
+                return limited
+            for _ in range(self.concurrency):  # wait until every slot is free, hold them
+                self._slots.acquire()
+            try:
+                exchange = self._send(case, via)
+            finally:
+                for _ in range(self.concurrency):
+                    self._slots.release()
+        exchange.retries += limited.retries + 1
+        return exchange
 
     def prefetch(self, scenario: Scenario, param: Any) -> None:
         """Send the cases of an independent scenario now; its item collects them later.
