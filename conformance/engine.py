@@ -1,33 +1,39 @@
-"""One conformance run: settings, budget, and sending Cases through the checks.
+"""One conformance run, runner-agnostic: settings, budget, sending Cases, judging them.
 
-The plugin builds one ``Run`` per pytest process. Each suite test asks it for an
-``ItemRun``, sends its cases through it, and ends with ``ItemRun.verdict()``, which fails
-the test when a requirement that decides the verdict failed on one of its exchanges.
-Each item's Results travel to the pytest controller in its report, so xdist workers and
-CI shards merge into one report.
+A ``Run`` holds what one process shares (spec, client, budget, the selected
+requirements, a pool of ``concurrency`` senders). A scenario (conformance/scenarios.py)
+is played into an ``ItemRun``, which sends its cases and judges each exchange in case
+order; its ``outcome()`` says passed, failed (a deciding requirement failed) or skipped.
+``execute`` plays a list of scenarios without any test runner; the pytest plugin plays
+one scenario per pytest item instead and ships each item's Results to its controller.
+Nothing here imports pytest.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-
-import pytest
+from typing import TYPE_CHECKING, Any, Literal
 
 from conformance.case import Case
 from conformance.client import Client, RetryPolicy
 from conformance.exchange import Exchange
 from conformance.latency import stream_latency
-from conformance.requirements import REGISTRY, Level, Requirement
+from conformance.requirements import REGISTRY, Level, Requirement, load_checks
 from conformance.results import OBSERVED, Finding, Results, evaluate, tokens_used
 from conformance.spec import Spec
 
-# Generated tests are split into this many items (the same cases in all), so that
-# pytest-xdist and --shard can balance a run.
-BATCHES = 4
+if TYPE_CHECKING:
+    from conformance.scenarios import Scenario
+
 EXIT_NO_VERDICT = 6  # not one of pytest's own codes (0-5): no verdict was reached
-#: Results.meta key: how often each status code was answered (status as a string).
+#: Results.meta key: scenarios skipped with a reason, and the requirements they would judge.
+SKIPPED = "skipped_scenarios"
+#: Results.meta key: why the budget stopped a scenario (the first note seen).
+BUDGET = "budget_spent"
+Sender = Callable[[Client, Case], Exchange]
 
 
 def no_verdict_reason(retry: RetryPolicy) -> str:
@@ -58,7 +64,7 @@ def status_summary(results: Results, spec: Spec) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """What the command line asked for (see plugin.py for the options)."""
+    """What the run was asked for (the pytest options map onto these, see options.py)."""
 
     model: str = "reference-model"
     max_examples: int = 10
@@ -72,20 +78,37 @@ class Settings:
     skip_checks: tuple[str, ...] = ()
     # Requirements failing in the --baseline run: reported, but they fail no test.
     known_failures: frozenset[str] = frozenset()
+    # Requests in flight at once for scenarios whose requests do not depend on each other
+    # (the command line's default is 8, options.DEFAULT_CONCURRENCY; the engine's is serial).
+    concurrency: int = 1
+    # Capabilities the target must offer (--require-capabilities).
+    require_capabilities: tuple[str, ...] = ()
 
-
-batched = pytest.mark.parametrize(
-    "batch", range(BATCHES), ids=[f"batch{b + 1}of{BATCHES}" for b in range(BATCHES)]
-)
+    def selected(self, rid: str) -> bool:
+        return (not self.checks or rid in self.checks) and rid not in self.skip_checks
 
 
 class BudgetSpent(Exception):
     """The run's request or token budget is used up."""
 
 
+class ScenarioSkipped(Exception):
+    """A scenario cannot run here; ``covers`` names the requirements left unjudged."""
+
+    def __init__(self, reason: str, covers: Iterable[str] = ()) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.covers = tuple(covers)
+
+
 @dataclass
 class Budget:
-    """Requests and tokens this process may still spend (shared by its tests)."""
+    """Requests and tokens this process may still spend (shared by its items and threads).
+
+    A request is taken before it is sent, under the lock, so the request budget is exact
+    however many are in flight; tokens are known only from answers, so in-flight
+    requests may overspend the token budget by what they use.
+    """
 
     requests: int
     tokens: int
@@ -104,36 +127,153 @@ class Budget:
             self.tokens -= n
 
 
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """What became of one case: its exchange, or None and why not."""
+
+    exchange: Exchange | None
+    note: str | None = None
+
+
+def _done(sent: Sent) -> Future[Sent]:
+    future: Future[Sent] = Future()
+    future.set_result(sent)
+    return future
+
+
 class Run:
     """Per-process state of a conformance run."""
 
     def __init__(self, settings: Settings, spec: Spec, client: Client, *, workers: int = 1) -> None:
+        load_checks()
         self.settings = settings
         self.spec = spec
         self.client = client
-        self.requirements: list[Requirement] = [REGISTRY[r] for r in REGISTRY if self._selected(r)]
+        self.requirements: list[Requirement] = [
+            REGISTRY[r] for r in REGISTRY if settings.selected(r)
+        ]
         # Budgets are split between xdist workers so that the run as a whole honours them.
         self.budget = Budget(
             max(1, settings.budget_requests // workers), max(1, settings.budget_tokens // workers)
         )
         self.rate_limited = False
-
-    def _selected(self, rid: str) -> bool:
-        s = self.settings
-        return (not s.checks or rid in s.checks) and rid not in s.skip_checks
+        self.concurrency = max(1, settings.concurrency)
+        self._slots = threading.BoundedSemaphore(self.concurrency)
+        self._alone_lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self._planned: dict[tuple[str, Any], list[Future[Sent]] | Exception] = {}
 
     def item(self) -> ItemRun:
         return ItemRun(self)
 
+    # -- sending -------------------------------------------------------------------------
+
+    def dispatch(
+        self, case: Case, via: Sender | None = None, *, wait: bool = False
+    ) -> Future[Sent]:
+        """Take the budget for ``case`` now (in call order) and send it.
+
+        With ``wait`` or at concurrency 1 it is sent in this thread; otherwise on the pool,
+        at most ``concurrency`` at once.
+        """
+        if self.rate_limited:
+            return _done(Sent(None))
+        try:
+            self.budget.take_request()
+        except BudgetSpent as exc:
+            return _done(Sent(None, str(exc)))
+        if wait or self.concurrency == 1:
+            return _done(self._transmit(case, via))
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="conformance")
+        return self._pool.submit(self._transmit, case, via)
+
+    def _transmit(self, case: Case, via: Sender | None) -> Sent:
+        if self.rate_limited:  # another request hit the limit while this one waited
+            return Sent(None)
+        with self._slots:
+            exchange = self._send(case, via)
+        if exchange.status == 429 and self.concurrency > 1 and not self.rate_limited:
+            exchange = self._alone(case, via, exchange)
+        self.budget.spend_tokens(tokens_used(exchange))
+        if exchange.status == 429:
+            self.rate_limited = True
+        return Sent(exchange)
+
+    def _send(self, case: Case, via: Sender | None) -> Exchange:
+        client = self.client
+        # Another sender (the SDK) is paced and retried like the client's own sends.
+        return client.send(case) if via is None else client.paced(lambda: via(client, case))
+
+    def _alone(self, case: Case, via: Sender | None, limited: Exchange) -> Exchange:
+        """Send a rate-limited case once more with nothing else in flight.
+
+        Sends in flight together may have drawn the 429s between them (a limit on every
+        third request, say): the run adapts down to one at a time before it concludes
+        that the limit never clears. Its attempts count as retries.
+        """
+        with self._alone_lock:
+            if self.rate_limited:
+                return limited
+            for _ in range(self.concurrency):  # wait until every slot is free, hold them
+                self._slots.acquire()
+            try:
+                exchange = self._send(case, via)
+            finally:
+                for _ in range(self.concurrency):
+                    self._slots.release()
+        exchange.retries += limited.retries + 1
+        return exchange
+
+    def prefetch(self, scenario: Scenario, param: Any) -> None:
+        """Send the cases of an independent scenario now; its item collects them later.
+
+        Called for every item before the first one runs, so that up to ``concurrency``
+        requests are in flight across items, not only within one.
+        """
+        if scenario.cases is None or (scenario.name, param) in self._planned:
+            return
+        try:
+            cases = scenario.cases(self, param)
+        except Exception as exc:  # a skip, or a defect: raised again when the item plays
+            self._planned[scenario.name, param] = exc
+            return
+        self._planned[scenario.name, param] = [self.dispatch(c, scenario.via) for c in cases]
+
+    def planned(self, scenario: Scenario, param: Any) -> list[Future[Sent]]:
+        """The sends of an independent scenario: prefetched, or dispatched now."""
+        plan = self._planned.pop((scenario.name, param), None)
+        if plan is None:
+            assert scenario.cases is not None
+            plan = [self.dispatch(c, scenario.via) for c in scenario.cases(self, param)]
+        if isinstance(plan, Exception):
+            raise plan
+        return plan
+
+    def close(self) -> None:
+        """Stop the pool; prefetched sends no item collected are cancelled."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+@dataclass(frozen=True, slots=True)
+class ItemOutcome:
+    """How one played scenario ended, in the words a test runner needs."""
+
+    word: Literal["passed", "failed", "skipped", "error"]
+    message: str = ""
+
 
 class ItemRun:
-    """The exchanges and findings of one suite test."""
+    """The exchanges and findings of one played scenario (one pytest item)."""
 
     def __init__(self, run: Run) -> None:
         self.run = run
         self.results = Results.for_requirements(run.requirements)
         self.failures: list[tuple[Finding, Exchange]] = []
         self.budget_note: str | None = None
+        self.skip_reason: str | None = None
 
     @property
     def spec(self) -> Spec:
@@ -144,35 +284,38 @@ class ItemRun:
         return self.run.settings
 
     def send(
-        self,
-        case: Case,
-        related: tuple[Exchange, ...] = (),
-        *,
-        via: Callable[[Client, Case], Exchange] = Client.send,
+        self, case: Case, related: tuple[Exchange, ...] = (), *, via: Sender | None = None
     ) -> Exchange | None:
-        """Send one case and judge it; None when the budget is spent or the target rate-limits.
+        """Send one case now and judge it; None when the budget is spent or rate limited.
 
-        ``via`` sends it: the suite's own client, or another one (conformance.sdk.send).
+        ``via`` sends it: the suite's own client by default, or another one
+        (conformance.sdk.send).
         """
-        if self.run.rate_limited:
+        return self._collect(self.run.dispatch(case, via, wait=True).result(), related)
+
+    def send_all(self, cases: Iterable[Case], *, via: Sender | None = None) -> list[Exchange]:
+        """Send independent cases (up to ``concurrency`` at once), judged in case order."""
+        return self.collect([self.run.dispatch(c, via) for c in cases])
+
+    def collect(self, sends: Sequence[Future[Sent]]) -> list[Exchange]:
+        """Judge dispatched sends in their order; the exchanges that got an answer."""
+        out = []
+        for future in sends:
+            exchange = self._collect(future.result())
+            if exchange is not None:
+                out.append(exchange)
+        return out
+
+    def _collect(self, sent: Sent, related: tuple[Exchange, ...] = ()) -> Exchange | None:
+        exchange = sent.exchange
+        if exchange is None:
+            if sent.note:
+                self.budget_note = self.budget_note or sent.note
+                self.results.meta.setdefault(BUDGET, sent.note)
             return None
-        try:
-            self.run.budget.take_request()
-        except BudgetSpent as exc:
-            self.budget_note = str(exc)
-            return None
-        client = self.run.client
-        if via is Client.send:
-            exchange = client.send(case)
-        else:
-            # Another sender (the SDK) is paced and retried like the client's own sends.
-            exchange = client.paced(lambda: via(client, case))
-        self.run.budget.spend_tokens(tokens_used(exchange))
         if exchange.status == 429:
             # Still rate limited after the retries the policy allows: the case got no
-            # answer, so it is not judged (a check would blame the target for the 429);
-            # stop sending, and let the controller end the run without a verdict.
-            self.run.rate_limited = True
+            # answer, so it is not judged (a check would blame the target for the 429).
             self.results.meta["no_verdict"] = no_verdict_reason(self.run.client.retry)
             self.results.spent["requests"] += 1 + exchange.retries
             self.results.spent["retries"] += exchange.retries
@@ -197,22 +340,14 @@ class ItemRun:
             observed = self.results.meta.setdefault(OBSERVED, {})
             observed[str(exchange.status)] = observed.get(str(exchange.status), 0) + 1
 
-    def send_all(self, cases: Iterable[Case]) -> list[Exchange]:
-        out = []
-        for case in cases:
-            exchange = self.send(case)
-            if exchange is None:
-                break
-            out.append(exchange)
-        return out
+    def skip(self, reason: str, covers: Iterable[str] = ()) -> None:
+        """Record that the scenario was skipped, and which requirements that leaves unjudged."""
+        self.skip_reason = reason
+        skipped = self.results.meta.setdefault(SKIPPED, [])
+        skipped.append({"reason": reason, "covers": sorted(covers)})
 
-    def verdict(self) -> None:
-        """Fail the test when a deciding requirement failed; skip when nothing was judged.
-
-        A rate-limited item is skipped, not ended with pytest.exit (which breaks xdist
-        workers): its results carry ``meta["no_verdict"]`` to the controller, which
-        ends the run with EXIT_NO_VERDICT (plugin.pytest_sessionfinish).
-        """
+    def outcome(self) -> ItemOutcome:
+        """Failed when a deciding requirement failed; skipped when nothing was judged."""
         deciding = {Level.MUST.value} | ({Level.SHOULD.value} if self.settings.strict else set())
         lines: list[str] = []
         seen: set[str] = set()
@@ -222,17 +357,78 @@ class ItemRun:
             if tally.level not in deciding or finding.requirement in seen or known:
                 continue
             seen.add(finding.requirement)
-            count = tally.failed
             lines.append(
                 f"{finding.requirement} [{tally.level}] {tally.statement}\n"
-                f"    failed on {count} of {tally.checked} exchange(s), e.g. "
+                f"    failed on {tally.failed} of {tally.checked} exchange(s), e.g. "
                 f"{exchange.case.label or exchange.case.mode}: {finding.message}"
             )
         if lines:
-            pytest.fail("\n".join(lines), pytrace=False)
+            return ItemOutcome("failed", "\n".join(lines))
         if self.run.rate_limited:
-            pytest.skip(
-                f"conformance: no verdict reached: {no_verdict_reason(self.run.client.retry)}"
-            )
+            # Skipped, not failed: the run as a whole ends without a verdict.
+            reason = no_verdict_reason(self.run.client.retry)
+            return ItemOutcome("skipped", f"conformance: no verdict reached: {reason}")
+        if self.skip_reason:
+            return ItemOutcome("skipped", self.skip_reason)
         if self.budget_note and not self.results.spent["requests"]:
-            pytest.skip(self.budget_note)
+            return ItemOutcome("skipped", self.budget_note)
+        return ItemOutcome("passed")
+
+    def verdict(self) -> None:
+        """The outcome as pytest's fail or skip, for code written against pytest.
+
+        The only way into pytest from here, imported on call: the engine runs without it.
+        """
+        from conformance.plugin import raise_outcome
+
+        raise_outcome(self.outcome())
+
+
+def play(item: ItemRun, scenario: Scenario, param: Any = None) -> ItemOutcome:
+    """Play one scenario into ``item`` and say how it ended."""
+    try:
+        if scenario.cases is not None:
+            item.collect(item.run.planned(scenario, param))
+        else:
+            assert scenario.body is not None
+            scenario.body(item, param)
+    except ScenarioSkipped as exc:
+        item.skip(exc.reason, exc.covers)
+    return item.outcome()
+
+
+def merge_item(into: Results, item: Results) -> None:
+    """Fold one item's results into the run's, keeping every item's skip reasons."""
+    skipped = into.meta.get(SKIPPED, []) + item.meta.get(SKIPPED, [])
+    into.merge(item)
+    if skipped:
+        into.meta[SKIPPED] = skipped
+
+
+@dataclass(frozen=True, slots=True)
+class Played:
+    """One played item: its scenario, parameter and outcome."""
+
+    name: str
+    outcome: ItemOutcome
+
+
+def execute(run: Run, scenarios: Sequence[Scenario], results: Results) -> list[Played]:
+    """Play every scenario (each of its params) into ``results``, without a test runner."""
+    items = [(s, p) for s in scenarios for p in s.params]
+    if run.concurrency > 1:
+        for scenario, param in items:
+            run.prefetch(scenario, param)
+    played = []
+    try:
+        for scenario, param in items:
+            item = run.item()
+            try:
+                outcome = play(item, scenario, param)
+            except Exception as exc:  # a defect of the suite: reported, the run goes on
+                outcome = ItemOutcome("error", f"{type(exc).__name__}: {exc}")
+            merge_item(results, item.results)
+            played.append(Played(scenario.item_id(param), outcome))
+    finally:
+        run.close()
+    return played

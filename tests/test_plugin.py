@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from support import Targets, target_args
+from support import API_KEY, Targets, target_args
 
 from conformance.plugin import SUITE_DIR
 
@@ -73,3 +73,65 @@ def test_unknown_requirement_id_is_one_clear_error(pytester: pytest.Pytester) ->
     assert result.ret == 4
     result.stderr.fnmatch_lines(["ERROR: conformance: unknown requirement ID(s): NOPE-1"])
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+def test_a_partial_run_is_incomplete_and_a_v1_base_url_is_used_once(
+    pytester: pytest.Pytester, targets: Targets, tmp_path: Path
+) -> None:
+    """One scenario alone leaves MUSTs untested: exit 7, listed, never 'passed'."""
+    url = targets.get("aihubmix").server.url
+    args = ("--target-url", f"{url}/v1", "--model", "reference-model", "--api-key", API_KEY)
+    result = pytester.runpytest_inprocess(
+        str(SUITE_DIR), *QUICK, *args, "-k", "test_unknown_model", "--report-dir", str(tmp_path)
+    )
+    out = result.stdout.lines
+    assert result.ret == 7, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            f"conformance: using base URL {url} (the spec's /v1 was already in --target-url)",
+            "untested MUST: RESP-SCHEMA: no exchange of this run exercised it",
+        ]
+    )
+    assert out[-2].startswith("verdict: incomplete (") and "MUST requirement(s) untested" in out[-2]
+    meta = json.loads((tmp_path / "results.json").read_text())["meta"]
+    assert meta["verdict"] == "incomplete"
+    assert {"id": "RESP-SCHEMA", "reason": "no exchange of this run exercised it"} in meta[
+        "coverage"
+    ]["untested"]
+    assert meta["coverage"]["deselected"] == []
+
+
+def test_verdict_comes_last_after_the_short_summary(
+    pytester: pytest.Pytester, targets: Targets, tmp_path: Path
+) -> None:
+    url = targets.get("aihubmix", "empty-id").server.url
+    result = pytester.runpytest_inprocess(
+        str(SUITE_DIR), *QUICK, *target_args(url), "-rf", "--checks", "RESP-ID",
+        "-k", "valid_requests", "--report-dir", str(tmp_path),
+    )  # fmt: skip
+    assert result.ret == 1
+    out = result.stdout.lines
+    last_failed = max(i for i, line in enumerate(out) if line.startswith("FAILED "))
+    verdict = next(i for i, line in enumerate(out) if line.startswith("verdict: "))
+    assert last_failed < verdict == len(out) - 2, "only pytest's own stats line follows"
+    assert out[verdict].startswith("verdict: failed (1 requirement(s) failed: RESP-ID)")
+    assert any(line.startswith("failed: RESP-ID [MUST] on ") for line in out[last_failed:verdict])
+
+
+def test_required_capabilities_not_offered_fail_the_run(
+    pytester: pytest.Pytester, targets: Targets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through conformance.capabilities.unmet; a stand-in module when it is not there."""
+    import sys
+
+    stand_in = type(sys)("conformance.capabilities")
+    stand_in.unmet = lambda results, names: [n for n in names if n != "echo"]  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "conformance.capabilities", stand_in)
+    url = targets.get("aihubmix").server.url
+    result = pytester.runpytest_inprocess(
+        str(SUITE_DIR), *QUICK, *target_args(url), "--checks", "MODEL-NOT-FOUND",
+        "-k", "test_unknown_model", "--require-capabilities", "echo,logprobs",
+        "--report-dir", str(pytester.path / "out"),
+    )  # fmt: skip
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines(["verdict: failed (required capabilities not offered: logprobs)*"])

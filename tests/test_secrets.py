@@ -111,9 +111,9 @@ def test_secrets_echoed_mid_run_are_scrubbed_from_every_report(
 
     def first_ok_then_echo(server: RawServer, conn: socket.socket, request: bytes) -> None:
         calls["n"] += 1
-        if calls["n"] == 1:  # the preflight sees a proper refusal and lets the run go on
-            body = b'{"error": {"message": "no"}}'
-            conn.sendall(head("400 Bad Request", Content_Length=len(body)) + body)
+        if calls["n"] == 1:  # the preflight sees a completion and lets the run go on
+            body = b'{"id": "c", "object": "text_completion", "choices": []}'
+            conn.sendall(head(Content_Length=len(body)) + body)
         else:
             echo_secrets(server, conn, request)
 
@@ -131,7 +131,7 @@ def scripted(server: RawServer, conn: socket.socket, request: bytes) -> None:
     if b'"stream": true' in request:
         data = f"data: {XSS}\n\ndata: {json.dumps({'id': XSS, 'choices': [{'text': XSS}]})}\n\n"
         conn.sendall(head(content_type=f"text/event-stream; x={XSS}", **headers) + data.encode())
-    elif n % 2:
+    elif n % 2 == 0:  # the first answer (the preflight's) is a completion
         error = {"message": XSS, "type": XSS, "param": XSS, "code": XSS}
         body = json.dumps({"error": error, XSS: XSS}).encode()
         answer = head("400 Bad Request", f"text/html; x={XSS}", Content_Length=len(body), **headers)

@@ -1,0 +1,238 @@
+"""Run assembly, runner-agnostic: from a Setup to a ready Run, and from Results to a verdict.
+
+``assemble`` loads the spec, checks the selection, starts the embedded reference target
+(or points at ``--target-url``), builds the client and proves with a preflight that the
+target serves completions. ``conclude`` turns the merged Results into the Verdict and
+writes the reports. ``run_suite`` does all of it without pytest. Bad input raises
+``BadInput`` with the one line to show.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from conformance import __version__
+from conformance.client import Client, Limits, Pacer, RetryPolicy
+from conformance.engine import Played, Run, Settings, execute, no_verdict_reason
+from conformance.preflight import PreflightFailed, base_url, preflight
+from conformance.results import OBSERVED, Results
+from conformance.spec import BUILTIN_SPECS, Spec, SpecError, load_spec
+from conformance.verdict import Verdict, decide
+
+if TYPE_CHECKING:
+    from conformance.reference import ReferenceServer
+    from conformance.scenarios import Scenario
+
+REFERENCE_MODEL = "reference-model"  # the only model the embedded target serves
+
+
+class BadInput(Exception):
+    """The run cannot start; the message is the one line to show."""
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """Everything a run needs to start: the engine's Settings plus the target and spec."""
+
+    settings: Settings = field(default_factory=Settings)
+    spec: str = "aihubmix"
+    strict_spec: bool = False
+    target_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    headers: tuple[tuple[str, str], ...] = ()
+    limits: Limits = field(default_factory=Limits)
+    rps: float | None = None
+    baseline: str | None = None
+    workers: int = 1  # xdist workers sharing the budgets and --rps
+    preflight: bool = True  # False where another process (the xdist controller) did it
+
+
+@dataclass
+class Assembled:
+    """A run ready to play, with what it must close and the Results its items merge into."""
+
+    setup: Setup
+    run: Run
+    results: Results
+    baseline: Results | None = None
+    server: ReferenceServer | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def spec(self) -> Spec:
+        return self.run.spec
+
+    def close(self) -> None:
+        self.run.close()
+        self.run.client.close()
+        if self.server is not None:
+            self.server.stop()
+
+
+def assemble(setup: Setup) -> Assembled:
+    """Build the run ``setup`` asks for; BadInput when it cannot start."""
+    try:
+        spec = load_spec(setup.spec, strict=setup.strict_spec)
+    except SpecError as exc:
+        raise BadInput(str(exc)) from None
+    settings = _checked(setup.settings)
+    baseline = _load_baseline(setup.baseline) if setup.baseline else None
+    if baseline is not None:
+        known = frozenset(t.id for t in baseline.tallies.values() if t.failed)
+        settings = replace(settings, known_failures=known)
+    # The preflight request comes out of the budget too.
+    settings = replace(settings, budget_requests=settings.budget_requests - 1)
+    server, notes = None, []
+    api_key = setup.api_key
+    if setup.target_url:
+        target, note = base_url(setup.target_url)
+        notes += [note] if note else []
+    else:
+        # The embedded default: the reference target of the spec's flavour, with a key of
+        # its own so that the auth requirements are exercised too.
+        from conformance.reference import ReferenceServer
+
+        api_key = "sk-reference-" + secrets.token_hex(12)
+        flavor = spec.name if spec.name in BUILTIN_SPECS else "aihubmix"
+        server = ReferenceServer(flavor, api_key=api_key, models=(REFERENCE_MODEL,))
+        target = server.start()
+    client = Client(
+        base_url=target,
+        api_key=api_key,
+        media_type=spec.request_media_type,
+        extra_headers=dict(setup.headers),
+        limits=setup.limits,
+        retry=RetryPolicy(),
+        pacer=Pacer(setup.rps / setup.workers if setup.rps else None),
+        **_pool_size(settings.concurrency),
+    )
+    run = Run(settings, spec, client, workers=setup.workers)
+    results = Results.for_requirements(run.requirements)
+    results.meta.update(_header(setup, spec, settings, target))
+    assembled = Assembled(setup, run, results, baseline, server, notes)
+    if setup.preflight:
+        try:
+            _preflight(assembled)
+        except PreflightFailed as exc:
+            assembled.close()
+            raise BadInput(str(exc)) from None
+    return assembled
+
+
+def _pool_size(concurrency: int) -> dict[str, Any]:
+    """The client's ceiling of sends in flight, where the client takes one (its adaptive
+    limit and shared 429 back-off start there; older clients bound nothing themselves)."""
+    fields = getattr(Client, "__dataclass_fields__", {})
+    return {"concurrency": concurrency} if "concurrency" in fields else {}
+
+
+def _checked(settings: Settings) -> Settings:
+    from conformance.requirements import REGISTRY, load_checks
+
+    load_checks()
+    unknown = (set(settings.checks) | set(settings.skip_checks)) - set(REGISTRY)
+    if unknown:
+        raise BadInput(f"unknown requirement ID(s): {', '.join(sorted(unknown))}")
+    if settings.require_capabilities:
+        try:
+            from conformance import capabilities  # type: ignore[attr-defined,unused-ignore]  # noqa: F401
+        except ImportError:
+            raise BadInput("--require-capabilities: this build has no capability probes") from None
+    return settings
+
+
+def _header(setup: Setup, spec: Spec, settings: Settings, target: str) -> dict[str, Any]:
+    return {
+        "target": target if setup.target_url else "embedded reference target",
+        "spec": spec.name,
+        "spec_title": f"{spec.title} {spec.version}".strip(),
+        "strict_spec": spec.strict,
+        "strict": settings.strict,
+        "suite_version": __version__,
+        "errata": [{"id": e.id, "title": e.title, "detail": e.detail} for e in spec.errata],
+        "model": settings.model,
+        "seed": settings.seed,
+        "concurrency": settings.concurrency,
+        "started": time.time(),
+    }
+
+
+def _preflight(assembled: Assembled) -> None:
+    run, results = assembled.run, assembled.results
+    first = preflight(run.client, run.settings.model)
+    results.spent["requests"] += 1 + first.retries
+    results.spent["retries"] += first.retries
+    results.meta[OBSERVED] = {str(first.status): 1}
+    if first.status == 429:
+        # Rate limited already, after the retries: this process's items send nothing.
+        run.rate_limited = True
+        results.meta["no_verdict"] = no_verdict_reason(run.client.retry)
+
+
+def _load_baseline(path: str) -> Results:
+    from reports.compare import InputError, load_results
+
+    try:
+        return load_results(Path(path))
+    except InputError as exc:
+        raise BadInput(f"--baseline {exc}") from None
+
+
+def conclude(
+    assembled: Assembled,
+    report_dir: Path | None,
+    *,
+    runner_error: str | None = None,
+    partial: bool = False,
+) -> tuple[Verdict, list[Path]]:
+    """Decide the verdict of the merged Results, store it, and write the reports."""
+    results, settings = assembled.results, assembled.run.settings
+    results.meta["wall_time"] = round(time.time() - results.meta["started"], 3)
+    if assembled.baseline is not None:
+        from reports.baseline import compare_to_baseline
+
+        diff = compare_to_baseline(results, assembled.baseline)
+        results.meta["baseline"] = diff.to_json() | {"file": assembled.setup.baseline}
+    to_dict = getattr(getattr(assembled.run.client, "stats", None), "to_dict", None)
+    if callable(to_dict):  # this process's client: peak in flight, retries...
+        results.meta["client"] = to_dict()
+    verdict = decide(results, assembled.spec, settings, runner_error=runner_error, partial=partial)
+    verdict.store(results)
+    if report_dir is None:
+        return verdict, []
+    from reports import write_all
+
+    return verdict, write_all(results, report_dir)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What ``run_suite`` returns."""
+
+    results: Results
+    verdict: Verdict
+    played: tuple[Played, ...]
+    reports: tuple[Path, ...] = ()
+
+
+def run_suite(
+    setup: Setup, scenarios: Sequence[Scenario] | None = None, report_dir: Path | None = None
+) -> Outcome:
+    """A whole run without pytest: assemble, play every scenario, decide, write reports."""
+    from conformance.scenarios import SCENARIOS
+
+    assembled = assemble(setup)
+    try:
+        played = execute(
+            assembled.run, SCENARIOS if scenarios is None else scenarios, assembled.results
+        )
+    finally:
+        assembled.close()
+    errors = [f"{p.name}: {p.outcome.message}" for p in played if p.outcome.word == "error"]
+    verdict, written = conclude(assembled, report_dir, runner_error=errors[0] if errors else None)
+    return Outcome(assembled.results, verdict, tuple(played), tuple(written))

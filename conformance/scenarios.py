@@ -1,0 +1,279 @@
+"""The suite's scenarios, runner-agnostic: what each one sends and in which order.
+
+A scenario either lists independent ``cases`` (the engine sends them up to
+``--concurrency`` at once, prefetched across items, judged in case order) or has a
+``body`` that sends in order because a request depends on an earlier answer (the stop
+probe, the stream-vs-non-stream twin). Every hand-written request body goes through
+:func:`case`, the one place where request construction can be swapped for the spec-driven
+constructor. The pytest suite (conformance/test_*.py) plays one scenario per test
+function named ``test_<scenario name>``; ``engine.execute`` plays them without pytest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from conformance.case import Case, Mode
+from conformance.engine import ScenarioSkipped
+from conformance.spec import Spec
+
+if TYPE_CHECKING:
+    from conformance.engine import ItemRun, Run, Sender, Settings
+
+# Generated scenarios are split into this many items (the same cases in all), so that
+# pytest-xdist and --shard can balance a run.
+BATCHES = 4
+BATCH_PARAMS = tuple(range(BATCHES))
+BATCH_IDS = tuple(f"batch{b + 1}of{BATCHES}" for b in range(BATCHES))
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """One kind of suite test; ``params`` makes one item each (``ids`` names them)."""
+
+    name: str
+    cases: Callable[[Run, Any], list[Case]] | None = None
+    body: Callable[[ItemRun, Any], None] | None = None
+    params: tuple[Any, ...] = (None,)
+    ids: tuple[str, ...] = ()
+    via: Sender | None = None
+
+    def item_id(self, param: Any) -> str:
+        if self.ids:
+            return f"{self.name}[{self.ids[self.params.index(param)]}]"
+        return self.name
+
+
+def case(
+    spec: Spec,
+    body: dict[str, Any],
+    *,
+    mode: Mode = "probe",
+    label: str,
+    tags: frozenset[str] = frozenset(),
+    breaks: str | None = None,
+) -> Case:
+    """The one constructor of hand-written scenario requests.
+
+    Mirrors ``strategies.build_case(spec, body, *, mode, label, tags, breaks)``, which
+    validates the body against the spec and adapts it or raises CaseSkipped; once it is
+    merged, this function calls it (and turns CaseSkipped into ScenarioSkipped).
+    """
+    del spec  # read by the spec-driven constructor
+    return Case(body, mode=mode, label=label, tags=tags, breaks=breaks)
+
+
+def _described(spec: Spec, body: dict[str, Any]) -> Case:
+    from strategies import describe, request_tags
+
+    return case(spec, body, mode="valid", label=describe(body), tags=request_tags(body))
+
+
+# -- generated requests --------------------------------------------------------------------
+
+
+def _valid(run: Run, batch: int, *, stream: bool = False) -> list[Case]:
+    from strategies import draw, valid_requests
+
+    s = run.settings
+    strategy = valid_requests(
+        run.spec, model=s.model, max_tokens=s.max_tokens, vocab_size=s.vocab_size, stream=stream
+    )
+    return draw(strategy, s.max_examples, seed_value=s.seed, part=(batch, BATCHES))
+
+
+def _edges(run: Run, batch: int) -> list[Case]:
+    from strategies import edge_requests
+
+    s = run.settings
+    cases = edge_requests(run.spec, model=s.model, max_tokens=s.max_tokens, vocab_size=s.vocab_size)
+    return cases[batch::BATCHES]
+
+
+def _invalid(run: Run, batch: int) -> list[Case]:
+    """One request per rule the spec states: cheap, since each must be rejected unserved."""
+    from strategies import invalid_cases
+
+    return invalid_cases(run.spec, model=run.settings.model, max_tokens=1)[batch::BATCHES]
+
+
+# -- probes --------------------------------------------------------------------------------
+
+
+def _auth(run: Run, _: Any) -> list[Case]:
+    """No credentials, a malformed header and a wrong key are each answered 401."""
+    from conformance.checks.errors import auth_probes
+
+    covers = ("AUTH-REQUIRED",)
+    if not run.spec.bearer_auth:
+        raise ScenarioSkipped("the spec declares no bearer auth", covers)
+    if not run.client.api_key:
+        # Without a key of our own the target may well be open: a 200 proves nothing.
+        raise ScenarioSkipped("no API key configured (--api-key): auth is not probed", covers)
+    return auth_probes(run.settings.model)
+
+
+def _unknown_model(run: Run, _: Any) -> list[Case]:
+    """A model the target does not serve is answered 404 in the error envelope."""
+    from conformance.checks.errors import unknown_model_probe
+
+    return [unknown_model_probe()]
+
+
+def _bad_requests(run: Run, _: Any) -> list[Case]:
+    """A body that is not JSON and a wrongly typed field are answered 400."""
+    from conformance.checks.errors import bad_request_probes
+
+    return bad_request_probes(run.spec, run.settings.model)
+
+
+def _greedy(settings: Settings, prompt: str) -> dict[str, Any]:
+    """A request that two sends answer alike (temperature 0, a seed), long enough to compare."""
+    return {
+        "model": settings.model,
+        "prompt": prompt,
+        "max_tokens": max(settings.max_tokens, 8),
+        "temperature": 0,
+        "seed": 7,
+    }
+
+
+def _stop_probe(item: ItemRun, _: Any) -> None:
+    """Ask once at temperature 0, then again with a word of the first answer as stop."""
+    spec = item.spec
+    body = _greedy(item.settings, "Count slowly from one to twenty:")
+    first = item.send(case(spec, body, label="stop probe: first answer"))
+    text = first_text(first.json if first else None)
+    # U+FFFD stands for bytes that are not UTF-8: no server can match it as a stop.
+    words = [w for w in re.findall(r"\S+", text or "") if "\ufffd" not in w]
+    if len(words) < 2:
+        raise ScenarioSkipped(
+            "the first answer has too few words to pick a stop sequence from", ("STOP-PROBE",)
+        )
+    stop = words[len(words) // 2]
+    tags = frozenset({"probe:stop"})
+    second = case(spec, {**body, "stop": [stop]}, label=f"stop probe: stop={stop!r}", tags=tags)
+    item.send(second, related=(first,) if first else ())
+    # The same stop, streamed: a stream must honour stop sequences too.
+    label = f"stop probe, streamed: stop={stop!r}"
+    item.send(case(spec, {**second.body, "stream": True}, label=label))
+
+
+def first_text(body: object) -> str | None:
+    if isinstance(body, dict) and isinstance(body.get("choices"), list) and body["choices"]:
+        choice = body["choices"][0]
+        if isinstance(choice, dict) and isinstance(choice.get("text"), str):
+            return str(choice["text"])
+    return None
+
+
+def _sdk_cases(run: Run, _: Any) -> list[Case]:
+    from conformance import sdk
+
+    if not sdk.available():
+        raise ScenarioSkipped(
+            "the openai package is not installed: SDK compatibility not tested",
+            ("SDK-COMPLETION", "SDK-STREAM"),
+        )
+    spec, tags = run.spec, frozenset({"sdk"})
+    base = {"model": run.settings.model, "max_tokens": max(1, min(run.settings.max_tokens, 6))}
+    two = {"prompt": ["Say something", "And more"], "n": 2, "logprobs": 2, "echo": True}
+    usage = {"n": 2, "stream": True, "stream_options": {"include_usage": True}}
+    one = {**base, "prompt": "Say something"}
+    return [
+        case(spec, {**base, **two}, mode="valid", label="SDK: n=2, logprobs=2, echo, two prompts", tags=tags),
+        case(spec, one, mode="valid", label="SDK: plain", tags=tags),
+        case(spec, {**one, **usage}, mode="valid", label="SDK: stream, n=2, include_usage", tags=tags),
+        # Plain twins, so a target that declines n > 1 still gets an SDK verdict.
+        case(spec, {**one, "stream": True}, mode="valid", label="SDK: stream, plain", tags=tags),
+    ]  # fmt: skip
+
+
+def _sdk_send(client: Any, c: Case) -> Any:
+    from conformance import sdk
+
+    return sdk.send(client, c)
+
+
+# -- streams -------------------------------------------------------------------------------
+
+
+def _usage_chunk(run: Run, include_usage: bool) -> list[Case]:
+    """With include_usage exactly one usage chunk comes last; without it, none at all."""
+    s = run.settings
+    body: dict[str, Any] = {
+        "model": s.model,
+        "prompt": "Name two rivers:",
+        "max_tokens": s.max_tokens,
+        "n": 2,
+        "stream": True,
+    }
+    if include_usage:
+        body["stream_options"] = {"include_usage": True}
+    return [_described(run.spec, body)]
+
+
+def _stream_twin(item: ItemRun, _: Any) -> None:
+    """Ask once without streaming at temperature 0, then stream the same request."""
+    from conformance.checks.streaming import TWIN_TAG
+
+    spec = item.spec
+    body = _greedy(item.settings, "Describe a river in a few words:")
+    twin = item.send(case(spec, body, label="stream probe: non-streamed twin"))
+    streamed = case(
+        spec,
+        {**body, "stream": True},
+        label="stream probe: the same request streamed",
+        tags=frozenset({TWIN_TAG}),
+    )
+    item.send(streamed, related=(twin,) if twin else ())
+
+
+def _stream_edges(run: Run, _: Any) -> list[Case]:
+    """Streams that servers get wrong, always sent: echo of a text prompt, max_tokens 0."""
+    s = run.settings
+    base = {"model": s.model, "prompt": "Say hi", "stream": True}
+    return [
+        _described(run.spec, {**base, "echo": True, "max_tokens": s.max_tokens}),
+        _described(run.spec, {**base, "max_tokens": 0, "stop": ["\n"]}),
+    ]
+
+
+def _batched(name: str, cases: Callable[[Run, Any], list[Case]]) -> Scenario:
+    return Scenario(name, cases=cases, params=BATCH_PARAMS, ids=BATCH_IDS)
+
+
+VALID_REQUESTS = _batched("valid_requests", _valid)
+EDGE_REQUESTS = _batched("edge_requests", _edges)
+INVALID_REQUESTS = _batched("invalid_requests", _invalid)
+STOP_PROBE = Scenario("stop_probe", body=_stop_probe)
+AUTH_PROBES = Scenario("auth_probes", cases=_auth)
+UNKNOWN_MODEL = Scenario("unknown_model", cases=_unknown_model)
+BAD_REQUESTS = Scenario("bad_requests", cases=_bad_requests)
+SDK = Scenario("openai_sdk_reads_the_answers", cases=_sdk_cases, via=_sdk_send)
+VALID_STREAMS = _batched("valid_streams", lambda run, b: _valid(run, b, stream=True))
+USAGE_CHUNK = Scenario(
+    "usage_chunk", cases=_usage_chunk, params=(True, False), ids=("include-usage", "no-usage")
+)
+STREAM_TWIN = Scenario("stream_matches_non_stream", body=_stream_twin)
+STREAM_EDGES = Scenario("stream_edges", cases=_stream_edges)
+
+#: Every scenario, in the order the pytest suite collects them.
+SCENARIOS: tuple[Scenario, ...] = (
+    VALID_REQUESTS,
+    EDGE_REQUESTS,
+    INVALID_REQUESTS,
+    STOP_PROBE,
+    AUTH_PROBES,
+    UNKNOWN_MODEL,
+    BAD_REQUESTS,
+    SDK,
+    VALID_STREAMS,
+    USAGE_CHUNK,
+    STREAM_TWIN,
+    STREAM_EDGES,
+)
+BY_NAME = {s.name: s for s in SCENARIOS}

@@ -1,0 +1,266 @@
+"""The engine without pytest: a whole run, concurrency, budgets, and the verdict's coverage floor."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import API_KEY, MODEL, Targets, case
+
+from conformance.assembly import Setup, run_suite
+from conformance.client import Client
+from conformance.engine import BUDGET, SKIPPED, Run, Settings
+from conformance.requirements import REGISTRY, load_checks
+from conformance.results import Results, Tally
+from conformance.scenarios import SCENARIOS, UNKNOWN_MODEL
+from conformance.spec import load_spec
+from conformance.verdict import EXIT_CODES, coverage, decide
+
+ROOT = Path(__file__).resolve().parents[1]
+
+NO_PYTEST = """
+import importlib.abc, json, sys
+
+class NoPytest(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in ("pytest", "_pytest"):
+            raise ImportError(f"{name} is blocked in this test")
+        return None
+
+sys.meta_path.insert(0, NoPytest())
+from conformance.assembly import Setup, run_suite
+from conformance.engine import Settings
+
+outcome = run_suite(Setup(spec="nscale", settings=Settings(max_examples=2, concurrency=4)))
+print(json.dumps({
+    "verdict": outcome.verdict.word,
+    "exit": outcome.verdict.exit_code,
+    "requests": outcome.results.spent["requests"],
+    "played": [p.name for p in outcome.played],
+    "coverage": outcome.results.meta["coverage"],
+    "pytest_loaded": sorted(m for m in sys.modules if m.split(".")[0] in ("pytest", "_pytest")),
+}))
+"""
+
+
+def test_a_whole_run_needs_no_pytest() -> None:
+    """Every scenario, against the embedded reference target, with pytest unimportable."""
+    done = subprocess.run(
+        [sys.executable, "-c", NO_PYTEST], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["pytest_loaded"] == []
+    assert (out["verdict"], out["exit"]) == ("passed", 0), out
+    assert out["requests"] > 20 and out["coverage"]["untested"] == []
+    assert "valid_requests[batch1of4]" in out["played"] and "stop_probe" in out["played"]
+
+
+def test_a_failing_target_fails_the_engine_run_naming_the_requirement(targets: Targets) -> None:
+    url = targets.get("aihubmix", "empty-id").server.url
+    setup = Setup(target_url=url, api_key=API_KEY, settings=Settings(model=MODEL, max_examples=2))
+    outcome = run_suite(setup, scenarios=SCENARIOS[:1])
+    assert outcome.verdict.word == "failed" and outcome.verdict.exit_code == 1
+    assert [rid for rid, _, _ in outcome.verdict.failed] == ["RESP-ID"]
+    assert any(
+        p.outcome.word == "failed" and "RESP-ID" in p.outcome.message for p in outcome.played
+    )
+
+
+def _fingerprint(results: Results) -> dict[str, Any]:
+    return {
+        "tallies": {r: (t.checked, t.failed, t.unsupported) for r, t in results.tallies.items()},
+        "statuses": results.meta["observed_statuses"],
+        "capabilities": results.capabilities,
+        # Not tokens: the reference model samples unseeded requests at random.
+        "requests": results.spent["requests"],
+    }
+
+
+def test_same_seed_same_requests_and_findings_at_concurrency_1_and_8(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sent: list[tuple[str, bytes]] = []
+    original = Client.send
+
+    def recording(self: Client, c: Any) -> Any:
+        sent.append((c.label, self.encode(c)))
+        return original(self, c)
+
+    monkeypatch.setattr(Client, "send", recording)
+    runs = {}
+    for n in (1, 8):
+        sent.clear()
+        settings = Settings(max_examples=4, seed=3, concurrency=n)
+        outcome = run_suite(Setup(spec="aihubmix", settings=settings))
+        assert outcome.results.meta["concurrency"] == n
+        runs[n] = (sorted(sent), _fingerprint(outcome.results), outcome.verdict.word)
+    assert runs[1][0] == runs[8][0], "the same requests"
+    assert runs[1][1] == runs[8][1], "the same findings"
+    assert runs[1][2] == runs[8][2] == "passed"
+
+
+def test_independent_cases_overlap_but_are_judged_in_case_order(
+    targets: Targets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = targets.get("nscale")
+    in_flight, peak = [0], [0]
+    lock = threading.Lock()
+    original = Client.send
+
+    def slow(self: Client, c: Any) -> Any:
+        with lock:
+            in_flight[0] += 1
+            peak[0] = max(peak[0], in_flight[0])
+        time.sleep(0.05 * (8 - int(c.label)))  # later cases answer first
+        try:
+            return original(self, c)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    monkeypatch.setattr(Client, "send", slow)
+    run = Run(Settings(concurrency=4, budget_requests=6), target.spec, target.client)
+    item = run.item()
+    cases = [replace(case(max_tokens=1), label=str(i)) for i in range(8)]
+    try:
+        out = item.send_all(cases)
+    finally:
+        run.close()
+    assert [ex.case.label for ex in out] == ["0", "1", "2", "3", "4", "5"], (
+        "budget exact, order kept"
+    )
+    assert peak[0] == 4, "at most --concurrency in flight, and that many"
+    assert item.budget_note == "request budget spent (--budget-requests)"
+    assert item.results.meta[BUDGET] == item.budget_note
+
+
+# -- the verdict and its coverage floor ------------------------------------------------------
+
+
+def _results(**tallies: tuple[int, int, int]) -> Results:
+    """Results in which every MUST passed once, except the given (checked, failed, unsupported)."""
+    load_checks()
+    results = Results.for_requirements(list(REGISTRY.values()))
+    for rid, tally in results.tallies.items():
+        tally.checked = 1
+        if rid.replace("-", "_") in tallies:
+            tally.checked, tally.failed, tally.unsupported = tallies[rid.replace("-", "_")]
+    return results
+
+
+def test_every_must_exercised_passes() -> None:
+    verdict = decide(_results(), load_spec("aihubmix"), Settings())
+    assert (verdict.word, verdict.exit_code) == ("passed", 0)
+
+
+def test_an_untested_must_makes_the_run_incomplete_never_passed() -> None:
+    results = _results(ECHO_PREFIX=(0, 0, 0))
+    verdict = decide(results, load_spec("aihubmix"), Settings())
+    assert (
+        (verdict.word, verdict.exit_code)
+        == ("incomplete", EXIT_CODES["incomplete"])
+        == (
+            "incomplete",
+            7,
+        )
+    )
+    assert [u.id for u in verdict.coverage.untested] == ["ECHO-PREFIX"]
+    verdict.store(results)
+    assert results.meta["verdict"] == "incomplete"
+    assert results.meta["coverage"]["untested"] == [
+        {"id": "ECHO-PREFIX", "reason": "no exchange of this run exercised it"}
+    ]
+
+
+def test_stated_reasons_keep_a_must_out_of_the_untested() -> None:
+    spec = load_spec("nscale")
+    results = _results(
+        FINISH_ENUM=(0, 0, 0),  # nscale declares no finish_reason enum: scope
+        ECHO_PREFIX=(2, 0, 2),  # declined with a proper 4xx every time
+        AUTH_REQUIRED=(0, 0, 0),  # its scenario was skipped for a stated reason
+        STREAM_ECHO_PREFIX=(0, 0, 0),  # deselected
+    )
+    results.meta[SKIPPED] = [{"reason": "no API key configured", "covers": ["AUTH-REQUIRED"]}]
+    settings = Settings(skip_checks=("STREAM-ECHO-PREFIX",))
+    cover = coverage(results, spec, settings)
+    reasons = {u.id: u.reason for u in cover.not_applicable}
+    assert cover.untested == () and cover.deselected == ("STREAM-ECHO-PREFIX",)
+    assert reasons["FINISH-ENUM"] == "the spec declares no finish_reason enum"
+    assert "declined the feature with a proper 4xx (2x)" in reasons["ECHO-PREFIX"]
+    assert reasons["AUTH-REQUIRED"] == "scenario skipped: no API key configured"
+    assert decide(results, spec, settings).word == "passed"
+
+
+def test_a_spent_budget_is_a_reason_but_still_incomplete() -> None:
+    results = _results(ECHO_PREFIX=(0, 0, 0))
+    results.meta[BUDGET] = "request budget spent (--budget-requests)"
+    verdict = decide(results, load_spec("aihubmix"), Settings())
+    assert verdict.word == "incomplete"
+    assert "request budget spent" in verdict.coverage.untested[0].reason
+
+
+def test_failure_beats_incomplete_and_rate_limits_give_no_verdict() -> None:
+    spec = load_spec("aihubmix")
+    failed = _results(RESP_ID=(3, 1, 0), ECHO_PREFIX=(0, 0, 0))
+    assert decide(failed, spec, Settings()).failed == (("RESP-ID", 1, 3),)
+    assert (
+        decide(failed, spec, Settings(known_failures=frozenset({"RESP-ID"}))).word == "incomplete"
+    )
+    limited = _results(ECHO_PREFIX=(0, 0, 0))
+    limited.meta["no_verdict"] = "the target kept answering 429"
+    assert (decide(limited, spec, Settings()).word, EXIT_CODES["no-verdict"]) == ("no-verdict", 6)
+    assert decide(_results(), spec, Settings(), runner_error="boom").word == "error"
+
+
+def test_required_capabilities_fail_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through conformance.capabilities.unmet (a stand-in here when the module is absent)."""
+    stand_in = type(sys)("conformance.capabilities")
+    stand_in.unmet = lambda results, names: [n for n in names if n != "echo"]  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "conformance.capabilities", stand_in)
+    settings = Settings(require_capabilities=("echo", "logprobs"))
+    verdict = decide(_results(), load_spec("aihubmix"), settings)
+    assert verdict.word == "failed"
+    assert verdict.reasons == ("required capabilities not offered: logprobs",)
+
+
+def test_a_skipped_scenario_records_its_reason(targets: Targets) -> None:
+    target = targets.get("aihubmix")
+    keyless = Client(target.server.url)
+    run = Run(Settings(), target.spec, keyless)
+    from conformance.engine import play
+    from conformance.scenarios import AUTH_PROBES
+
+    item = run.item()
+    try:
+        outcome = play(item, AUTH_PROBES)
+    finally:
+        keyless.close()
+    assert outcome.word == "skipped" and "no API key" in outcome.message
+    assert item.results.meta[SKIPPED] == [{"reason": outcome.message, "covers": ["AUTH-REQUIRED"]}]
+
+
+def test_tally_defaults_mean_not_tested() -> None:
+    assert Tally("X", "MUST", "schema", "", "").status == "not-tested"
+    assert UNKNOWN_MODEL.item_id(None) == "unknown_model"
+
+
+def test_a_broken_scenario_is_an_error_not_a_pass() -> None:
+    """A defect of the suite ends the engine run with 'error' (exit 3), never 'passed'."""
+    from conformance.scenarios import Scenario
+
+    def broken(run: Run, _: Any) -> list[Any]:
+        raise RuntimeError("a bug in a scenario")
+
+    scenarios = (UNKNOWN_MODEL, Scenario("broken", cases=broken))
+    outcome = run_suite(Setup(settings=Settings(concurrency=4)), scenarios=scenarios)
+    assert [p.outcome.word for p in outcome.played] == ["passed", "error"]
+    assert (outcome.verdict.word, outcome.verdict.exit_code) == ("error", 3)
+    assert outcome.verdict.reasons == ("broken: RuntimeError: a bug in a scenario",)

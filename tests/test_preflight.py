@@ -1,0 +1,124 @@
+"""The preflight: one minimal request proves the target serves completions, or one clear line."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from support import API_KEY, MODEL, Targets
+
+from conformance.client import Client
+from conformance.options import SUITE_DIR
+from conformance.preflight import PreflightFailed, base_url, preflight
+
+
+def test_a_base_url_with_the_spec_prefix_is_used_once_and_reported() -> None:
+    assert base_url("http://h:1") == ("http://h:1", None)
+    assert base_url("http://h:1/api/") == ("http://h:1/api", None)
+    base, note = base_url("http://h:1/v1/")
+    assert base == "http://h:1"
+    assert note == "using base URL http://h:1 (the spec's /v1 was already in --target-url)"
+    assert base_url("http://h:1/gw/v1/completions")[0] == "http://h:1/gw"
+
+
+def _fail(client: Client, model: str = MODEL) -> str:
+    try:
+        with pytest.raises(PreflightFailed) as raised:
+            preflight(client, model)
+    finally:
+        client.close()
+    return str(raised.value)
+
+
+def test_a_conformant_target_passes(targets: Targets) -> None:
+    client = Client(targets.get("nscale").server.url, api_key=API_KEY)
+    try:
+        assert preflight(client, MODEL).status == 200
+    finally:
+        client.close()
+
+
+def test_an_unknown_model_is_named(targets: Targets) -> None:
+    client = Client(targets.get("aihubmix").server.url, api_key=API_KEY)
+    assert _fail(client, "nosuchmodel").startswith(
+        "the target does not serve model 'nosuchmodel' (--model): 404"
+    )
+
+
+def test_credentials(targets: Targets) -> None:
+    url = targets.get("aihubmix").server.url
+    assert "demands an API key (401): pass --api-key" in _fail(Client(url))
+    assert "rejected the API key (401)" in _fail(Client(url, api_key="sk-wrong-key"))
+
+
+class Answer(BaseHTTPRequestHandler):
+    """Answers every request with the class's status, content type and body."""
+
+    status, media, body = 404, "application/json", b'{"detail": "Not Found"}'
+
+    def do_POST(self) -> None:
+        self.send_response(self.status)
+        self.send_header("Content-Type", self.media)
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def serve() -> Iterator[object]:
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(handler: type[BaseHTTPRequestHandler]) -> str:
+        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_not_a_completions_api(serve: object, tmp_path: Path) -> None:
+    start = serve  # type: ignore[assignment]
+    files = type("Files", (SimpleHTTPRequestHandler,), {"log_message": Answer.log_message})
+    assert "is not a completions API (POST answered 501" in _fail(Client(start(files)))
+    html = type("Html", (Answer,), {"status": 200, "media": "text/html", "body": b"<html/>"})
+    assert "is not a completions API (POST answered 200" in _fail(Client(start(html)))
+    assert "is not a completions API (404 there as on any path)" in _fail(Client(start(Answer)))
+    model_404 = type("Model404", (Answer,), {"body": b'{"error": {"message": "no such model"}}'})
+    other = start(model_404)
+    # Same 404 on every path is a missing route, not an unknown model.
+    assert "404 there as on any path" in _fail(Client(other))
+
+
+def test_a_model_404_on_a_known_route(serve: object) -> None:
+    class Routes(Answer):
+        def do_POST(self) -> None:
+            known = self.path == "/v1/completions"
+            self.body = b'{"error": {"message": "unknown"}}' if known else b"Not Found"
+            super().do_POST()
+
+    start = serve  # type: ignore[assignment]
+    message = _fail(Client(start(Routes)), "gpt-x")
+    assert message.startswith(
+        "the target does not serve model 'gpt-x' (404 on the completions route)"
+    )
+
+
+def test_embedded_target_with_a_model_it_does_not_serve_is_one_clear_error(
+    pytester: pytest.Pytester,
+) -> None:
+    result = pytester.runpytest_inprocess(str(SUITE_DIR), "--model", "nosuchmodel")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(
+        ["ERROR: conformance: the target does not serve model 'nosuchmodel' (--model): 404 *"]
+    )
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
