@@ -48,9 +48,10 @@ def test_transcript_replays_to_its_expected_findings(path: Path) -> None:
     expected = set(data["expect_failed"])
     missed = sorted(expected - set(failed))
     alarms = {rid: failed[rid] for rid in sorted(set(failed) - expected)}
-    assert not missed and not alarms, (
-        f"{path.name}: judge missed {missed}; false alarms {alarms}"
-    )
+    assert not missed and not alarms, f"{path.name}: judge missed {missed}; false alarms {alarms}"
+    # Where the level matters (a server habit is SHOULD, not MUST), the transcript says so.
+    levels = {rid: REGISTRY[rid].level.value for rid in data.get("expect_levels", {})}
+    assert levels == data.get("expect_levels", {}), f"{path.name}: levels {levels}"
 
 
 def test_corpus_is_large_and_varied_enough() -> None:
@@ -77,6 +78,7 @@ def test_transcript_is_well_formed(path: Path) -> None:
     assert not unknown, f"unknown requirement IDs {unknown}"
     assert not [r for r in expected if REGISTRY[r].level == Level.CAPABILITY]
     assert set(data.get("why", {})) == set(expected), "one `why` note per expected finding"
+    assert set(data.get("expect_levels", {})) <= set(expected)
     headers = data["request"].get("headers", {})
     for name, value in headers.items():
         if name.lower() == "authorization" and data["case"].get("auth", "default") == "default":
