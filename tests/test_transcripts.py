@@ -20,7 +20,7 @@ from conformance.requirements import REGISTRY, Level, load_checks
 from conformance.spec import Spec, load_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "real_targets"))
-import transcript  # noqa: E402
+import transcript
 
 HERE = Path(__file__).resolve().parent / "transcripts"
 FILES = sorted(HERE.glob("*/*.json"))
@@ -63,7 +63,7 @@ def test_corpus_is_large_and_varied_enough() -> None:
 def test_transcript_is_well_formed(path: Path) -> None:
     """Every transcript names its source, a known spec, known IDs, a reason per finding."""
     data = transcript.load(path)
-    assert REQUIRED_KEYS <= set(data), REQUIRED_KEYS - set(data)
+    assert set(data) >= REQUIRED_KEYS, REQUIRED_KEYS - set(data)
     assert data["format"] == transcript.FORMAT
     source = data["source"]
     assert source.get("family") == path.parent.name
@@ -83,3 +83,72 @@ def test_transcript_is_well_formed(path: Path) -> None:
     for name, value in headers.items():
         if name.lower() == "authorization" and data["case"].get("auth", "default") == "default":
             assert value in ("Bearer " + transcript.REDACTED, transcript.REDACTED), value
+
+
+# -- the recorder's and promoter's own behaviour ---------------------------------------------
+
+KEY = "sk-transcript-secret-1234"
+
+
+def _recorded_exchange() -> Any:
+    from conformance.case import Case
+    from conformance.exchange import Exchange, Headers
+
+    case = Case({"model": "m", "prompt": "Say hi", "max_tokens": 1, "stream": True}, label="s")
+    body = (
+        'data: {"id":"c","object":"text_completion","created":1764547200,"model":"m",'
+        '"choices":[{"text":"hi ' + KEY + '","index":0,"logprobs":null,"finish_reason":"length"}]}'
+        "\n\ndata: [DONE]\n\n"
+    ).encode()
+    return Exchange(
+        case=case,
+        url="http://127.0.0.1:1/v1/completions",
+        request_headers={"Authorization": f"Bearer {KEY}", "X-Team": KEY},
+        request_body=b"{}",
+        status=200,
+        headers=Headers([("content-type", "text/event-stream"), ("x-echo", KEY)]),
+        body=body,
+    )
+
+
+def test_recorded_transcript_is_redacted_and_replays_the_same_stream() -> None:
+    data = transcript.to_transcript(
+        _recorded_exchange(), spec="aihubmix", source={"family": "x"}, secrets=[KEY]
+    )
+    assert KEY not in str(data)
+    assert data["request"]["headers"]["Authorization"] == "Bearer [REDACTED]"
+    exchange = transcript.to_exchange(data)
+    assert exchange.events is not None and [e.data for e in exchange.events][-1] == "[DONE]"
+    assert b"hi [REDACTED]" in exchange.body
+    assert exchange.stream_error is None
+
+
+def _saved(tmp_path: Path) -> Path:
+    data = transcript.to_transcript(
+        _recorded_exchange(),
+        spec="aihubmix",
+        source={"family": "demo", "server": "demo 1", "obtained": "recorded from demo"},
+        secrets=[KEY],
+    )
+    path = tmp_path / "0001-s.json"
+    transcript.dump(data, path)
+    return path
+
+
+def test_promoter_requires_a_reason_per_finding_and_a_gap_note_to_overrule_the_judge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import promote_transcript
+
+    saved, corpus = _saved(tmp_path), tmp_path / "corpus"
+    judged = sorted(transcript.judge(transcript.load(saved)))
+    assert judged == ["REQUEST-ID-HEADER"]  # the stream lacks X-Request-Id, nothing else
+    base = [str(saved), "demo-stream", "--corpus", str(corpus)]
+    assert promote_transcript.promote(base) == 4
+    assert "ERROR: give --why" in capsys.readouterr().err
+    assert promote_transcript.promote([*base, "--expect", "", "--why", "X=y"]) == 4
+    assert "--gap" in capsys.readouterr().err
+    assert promote_transcript.promote([*base, "--why", "REQUEST-ID-HEADER=no header"]) == 0
+    promoted = transcript.load(corpus / "demo" / "demo-stream.json")
+    assert promoted["expect_failed"] == ["REQUEST-ID-HEADER"]
+    assert "judged_failed" not in promoted and "judge_gap" not in promoted

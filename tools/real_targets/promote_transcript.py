@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import transcript  # noqa: E402
+import transcript
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -44,7 +44,7 @@ def promote(argv: list[str] | None = None) -> int:
         return 4
     data.pop("judged_failed", None)
     judged = set(transcript.judge(data))
-    expected = set(filter(None, (args.expect or "").split(","))) if args.expect else judged
+    expected = set(filter(None, args.expect.split(","))) if args.expect is not None else judged
     why = dict(item.split("=", 1) for item in args.why if "=" in item)
     missing = sorted(expected - set(why))
     if missing:

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import transcript
 
 ENV_DIR = "CONFORMANCE_TRANSCRIPTS_DIR"

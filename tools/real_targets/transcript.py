@@ -15,6 +15,7 @@ import base64
 import gzip
 import json
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ def _text_or_base64(data: bytes) -> dict[str, str]:
         return {"body_base64": base64.b64encode(data).decode("ascii")}
 
 
-def redact_headers(headers: dict[str, str], auth: str, secrets: list[str]) -> dict[str, str]:
+def redact_headers(headers: dict[str, str], auth: str, secrets: Sequence[str]) -> dict[str, str]:
     """Request headers with every credential hidden (auth probes' fake values are kept)."""
     out = {}
     for name, value in headers.items():
@@ -54,16 +55,17 @@ def redact_headers(headers: dict[str, str], auth: str, secrets: list[str]) -> di
     return out
 
 
-def _scrub(text: str, secrets: list[str]) -> str:
+def _scrub(text: str, secrets: Sequence[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, REDACTED)
     return text
 
 
 def to_transcript(
-    exchange: Exchange, *, spec: str, source: dict[str, str], secrets: list[str] = ()  # type: ignore[assignment]
+    exchange: Exchange, *, spec: str, source: dict[str, str], secrets: Sequence[str] = ()
 ) -> dict[str, Any]:
     """A redacted, JSON-able transcript of ``exchange`` (findings left for the promoter)."""
+    # Values too short to be secrets would blank out ordinary text if scrubbed.
     secrets = [s for s in secrets if s and len(s) >= 4]
     case = exchange.case
     request: dict[str, Any] = {
@@ -117,6 +119,14 @@ def raw_body(response: dict[str, Any]) -> bytes:
     return str(response.get("body", "")).encode("utf-8")
 
 
+def writes(response: dict[str, Any]) -> list[bytes]:
+    """The stream's TCP writes when the transcript keeps them (text, or base64 when a write
+    ends inside a UTF-8 sequence); one feed of the SSE parser each."""
+    if "writes_base64" in response:
+        return [base64.b64decode(w) for w in response["writes_base64"]]
+    return [w.encode("utf-8") for w in response.get("writes", [])]
+
+
 def decode_content(data: bytes, coding: str | None) -> bytes:
     """Undo a Content-Encoding the way httpx does for the suite's client (gzip, deflate)."""
     for token in reversed([t.strip().lower() for t in (coding or "").split(",") if t.strip()]):
@@ -167,11 +177,8 @@ def to_exchange(data: dict[str, Any]) -> Exchange:
     exchange.body = decode_content(raw_body(response), exchange.headers.get("content-encoding"))
     if exchange.media_type == "text/event-stream":
         parser = SSEParser()
-        # One feed per recorded write when the transcript keeps them, else the whole body.
-        writes = response.get("writes") or [exchange.body]
         exchange.events = []
-        for i, write in enumerate(writes):
-            chunk = write.encode("utf-8") if isinstance(write, str) else write
+        for i, chunk in enumerate(writes(response) or [exchange.body]):
             exchange.events.extend(parser.feed(chunk, float(i)))
         if exchange.bound is None:
             exchange.stream_error = parser.close()
