@@ -195,6 +195,11 @@ def judge(data: dict[str, Any], spec: Any = None) -> dict[str, str]:
     load_checks()
     spec = spec if spec is not None else load_spec(data["spec"])
     findings = evaluate(list(REGISTRY.values()), spec, to_exchange(data))
+    # A check that crashed (outcome "error" once the reports slice adds it) is a suite
+    # defect: never let it pass for "not failed".
+    crashed = [f for f in findings if f.outcome == "error"]
+    if crashed:
+        raise RuntimeError(f"the check of {crashed[0].requirement} crashed: {crashed[0].message}")
     return {f.requirement: f.message for f in findings if f.outcome == "failed"}
 
 
