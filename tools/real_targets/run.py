@@ -497,6 +497,16 @@ TARGETS = [
            after=prism_violations),
 ]  # fmt: skip
 
+# The server family each target's transcripts belong to (tests/transcripts/<family>/).
+FAMILY = {
+    "litellm-mock": "litellm",
+    "litellm-forward": "litellm",
+    "prism-aihubmix": "prism",
+    "prism-nscale": "prism",
+    "prism-proxy": "prism",
+    "llama-server": "llama.cpp",
+}
+
 PREPARE: dict[str, Callable[[Work], Path]] = {
     # Slow CPU-bound steps first: they start at once, in the background.
     "llama-cpp-python": prepare_llama_cpp_python,
@@ -519,10 +529,20 @@ def run_suite(work: Work, target: Target, spec: str, url: str, key: str) -> dict
         work.python, "-m", "pytest", "conformance",
         "--target-url", url, "--model", target.model, "--spec", spec,
         "--report-dir", str(out_dir), "-p", "no:cacheprovider", "-q",
+        "-p", "record_transcripts",
     ]  # fmt: skip
     if target.vocab_size:
         cmd += ["--vocab-size", str(target.vocab_size)]
-    env = dict(os.environ, CONFORMANCE_API_KEY=key)
+    # Every exchange is saved, redacted, as a transcript (record_transcripts.py); promote
+    # the telling ones into tests/transcripts/ with promote_transcript.py.
+    env = dict(
+        os.environ,
+        CONFORMANCE_API_KEY=key,
+        CONFORMANCE_TRANSCRIPTS_DIR=str(out_dir / "transcripts"),
+        CONFORMANCE_TRANSCRIPTS_SOURCE=f"{FAMILY.get(target.name, target.name)}|{target.version(work)}|"
+        f"recorded from {target.name} run locally by tools/real_targets",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
+    )
     started = time.monotonic()
     log_path = out_dir / "pytest.log"
     try:

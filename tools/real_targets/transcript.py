@@ -1,0 +1,211 @@
+"""Transcripts: one recorded (or documented) wire exchange as a JSON file, and back.
+
+The format is described in ``tests/transcripts/README.md``. This module is the only place
+that knows it: ``to_transcript`` turns an :class:`~conformance.exchange.Exchange` the
+suite's client produced into a redacted JSON-able dict; ``to_exchange`` rebuilds the
+Exchange the client would have produced from those bytes (content coding undone the way
+httpx undoes it, events parsed with the suite's own SSE parser, as conformance/client.py
+does), so the judge can replay it offline; ``judge`` runs the public judge over it and
+returns the set of failed requirement IDs.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from conformance.case import Case
+from conformance.exchange import Exchange, Headers
+from conformance.sse import SSEParser
+
+FORMAT = 1
+REDACTED = "[REDACTED]"
+# Request headers whose values are credentials (the auth probes' fake ones stay readable).
+SECRET_HEADERS = ("authorization", "api-key", "x-api-key", "proxy-authorization", "cookie")
+# Response headers whose values change on every run and say nothing about conformance.
+VOLATILE_HEADERS = ("date", "set-cookie")
+PATH = "/v1/completions"
+
+
+# -- Exchange -> transcript ---------------------------------------------------------------
+
+
+def _text_or_base64(data: bytes) -> dict[str, str]:
+    try:
+        return {"body": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"body_base64": base64.b64encode(data).decode("ascii")}
+
+
+def redact_headers(headers: dict[str, str], auth: str, secrets: Sequence[str]) -> dict[str, str]:
+    """Request headers with every credential hidden (auth probes' fake values are kept)."""
+    out = {}
+    for name, value in headers.items():
+        lname = name.lower()
+        if lname in SECRET_HEADERS and not (lname == "authorization" and auth != "default"):
+            value = "Bearer " + REDACTED if value.lower().startswith("bearer") else REDACTED
+        for secret in secrets:
+            value = value.replace(secret, REDACTED)
+        out[name] = value
+    return out
+
+
+def _scrub(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def to_transcript(
+    exchange: Exchange, *, spec: str, source: dict[str, str], secrets: Sequence[str] = ()
+) -> dict[str, Any]:
+    """A redacted, JSON-able transcript of ``exchange`` (findings left for the promoter)."""
+    # Values too short to be secrets would blank out ordinary text if scrubbed.
+    secrets = [s for s in secrets if s and len(s) >= 4]
+    case = exchange.case
+    request: dict[str, Any] = {
+        "method": "POST",
+        "path": PATH,
+        "headers": redact_headers(exchange.request_headers, case.auth, secrets),
+    }
+    if case.raw_body is not None:
+        request["raw_body"] = _scrub(case.raw_body.decode("utf-8", "replace"), secrets)
+    else:
+        request["body"] = json.loads(_scrub(json.dumps(case.body), secrets))
+    response: dict[str, Any] = {
+        "status": exchange.status,
+        "headers": [
+            [k, _scrub(v, secrets)]
+            for k, v in exchange.headers.items
+            if k.lower() not in VOLATILE_HEADERS
+        ],
+    }
+    body = exchange.body
+    for secret in secrets:
+        body = body.replace(secret.encode(), REDACTED.encode())
+    response.update(_text_or_base64(body))
+    for name in ("transport_error", "bound"):
+        if getattr(exchange, name):
+            response[name] = _scrub(str(getattr(exchange, name)), secrets)
+    return {
+        "format": FORMAT,
+        "title": case.label or "recorded exchange",
+        "source": source,
+        "spec": spec,
+        "case": {
+            "mode": case.mode,
+            "label": case.label,
+            "breaks": case.breaks,
+            "auth": case.auth,
+            "tags": sorted(case.tags),
+        },
+        "request": request,
+        "response": response,
+    }
+
+
+# -- transcript -> Exchange ---------------------------------------------------------------
+
+
+def raw_body(response: dict[str, Any]) -> bytes:
+    """The response body bytes exactly as the transcript holds them (still content-coded)."""
+    if "body_base64" in response:
+        return base64.b64decode(response["body_base64"])
+    return str(response.get("body", "")).encode("utf-8")
+
+
+def writes(response: dict[str, Any]) -> list[bytes]:
+    """The stream's TCP writes when the transcript keeps them (text, or base64 when a write
+    ends inside a UTF-8 sequence); one feed of the SSE parser each."""
+    if "writes_base64" in response:
+        return [base64.b64decode(w) for w in response["writes_base64"]]
+    return [w.encode("utf-8") for w in response.get("writes", [])]
+
+
+def decode_content(data: bytes, coding: str | None) -> bytes:
+    """Undo a Content-Encoding the way httpx does for the suite's client (gzip, deflate)."""
+    for token in reversed([t.strip().lower() for t in (coding or "").split(",") if t.strip()]):
+        if token in ("gzip", "x-gzip"):
+            data = gzip.decompress(data)
+        elif token == "deflate":
+            try:
+                data = zlib.decompress(data)
+            except zlib.error:
+                data = zlib.decompress(data, -zlib.MAX_WBITS)
+        elif token != "identity":
+            raise ValueError(f"content coding {token!r} not supported by the replay")
+    return data
+
+
+def to_case(data: dict[str, Any]) -> Case:
+    meta = data.get("case", {})
+    request = data["request"]
+    raw = request.get("raw_body")
+    return Case(
+        body=request.get("body") if isinstance(request.get("body"), dict) else {},
+        mode=meta.get("mode", "valid"),
+        label=meta.get("label", data.get("title", "")),
+        breaks=meta.get("breaks"),
+        auth=meta.get("auth", "default"),
+        raw_body=raw.encode("utf-8") if isinstance(raw, str) else None,
+        tags=frozenset(meta.get("tags", ())),
+    )
+
+
+def to_exchange(data: dict[str, Any]) -> Exchange:
+    """The Exchange conformance/client.py would have built from the transcript's bytes."""
+    case = to_case(data)
+    request, response = data["request"], data["response"]
+    body = case.raw_body if case.raw_body is not None else json.dumps(case.body).encode()
+    exchange = Exchange(
+        case=case,
+        url="http://127.0.0.1" + request.get("path", PATH),
+        request_headers=dict(request.get("headers", {})),
+        request_body=body,
+        status=response.get("status"),
+        headers=Headers([(str(k), str(v)) for k, v in response.get("headers", [])]),
+        transport_error=response.get("transport_error"),
+        bound=response.get("bound"),
+    )
+    if exchange.status is None:
+        return exchange
+    exchange.body = decode_content(raw_body(response), exchange.headers.get("content-encoding"))
+    if exchange.media_type == "text/event-stream":
+        parser = SSEParser()
+        exchange.events = []
+        for i, chunk in enumerate(writes(response) or [exchange.body]):
+            exchange.events.extend(parser.feed(chunk, float(i)))
+        if exchange.bound is None:
+            exchange.stream_error = parser.close()
+        exchange.invalid_utf8 = parser.invalid_utf8
+    return exchange
+
+
+def judge(data: dict[str, Any], spec: Any = None) -> dict[str, str]:
+    """Failed requirement ID -> the judge's message, for one transcript, by today's judge."""
+    from conformance.requirements import REGISTRY, load_checks
+    from conformance.results import evaluate
+    from conformance.spec import load_spec
+
+    load_checks()
+    spec = spec if spec is not None else load_spec(data["spec"])
+    findings = evaluate(list(REGISTRY.values()), spec, to_exchange(data))
+    # A check that crashed (outcome "error" once the reports slice adds it) is a suite
+    # defect: never let it pass for "not failed".
+    crashed = [f for f in findings if f.outcome == "error"]
+    if crashed:
+        raise RuntimeError(f"the check of {crashed[0].requirement} crashed: {crashed[0].message}")
+    return {f.requirement: f.message for f in findings if f.outcome == "failed"}
+
+
+def load(path: Path) -> dict[str, Any]:
+    return dict(json.loads(path.read_text(encoding="utf-8")))
+
+
+def dump(data: dict[str, Any], path: Path) -> None:
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
