@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from conformance import __version__
 from conformance.client import Client, Limits, Pacer, RetryPolicy
 from conformance.engine import Played, Run, Settings, execute, no_verdict_reason
+from conformance.policies import registry
 from conformance.preflight import PreflightFailed, base_url, preflight
 from conformance.results import OBSERVED, Results
 from conformance.spec import BUILTIN_SPECS, Spec, SpecError, load_spec
@@ -74,6 +75,17 @@ class Assembled:
             self.server.stop()
 
 
+def _check_generation(spec: Spec, settings: Settings) -> None:
+    """A document that admits no request (Nscale as written, --strict-spec) ends the run in
+    one line, rather than sending invalid "valid" requests."""
+    from strategies import NoValidPrompt, valid_requests
+
+    try:
+        valid_requests(spec, model=settings.model, max_tokens=settings.max_tokens)
+    except NoValidPrompt as exc:
+        raise BadInput(str(exc)) from None
+
+
 def assemble(setup: Setup) -> Assembled:
     """Build the run ``setup`` asks for; BadInput when it cannot start."""
     try:
@@ -81,6 +93,7 @@ def assemble(setup: Setup) -> Assembled:
     except SpecError as exc:
         raise BadInput(str(exc)) from None
     settings = _checked(setup.settings)
+    _check_generation(spec, settings)
     baseline = _load_baseline(setup.baseline) if setup.baseline else None
     if baseline is not None:
         known = frozenset(t.id for t in baseline.tallies.values() if t.failed)
@@ -155,6 +168,7 @@ def _header(setup: Setup, spec: Spec, settings: Settings, target: str) -> dict[s
         "strict": settings.strict,
         "suite_version": __version__,
         "errata": [{"id": e.id, "title": e.title, "detail": e.detail} for e in spec.errata],
+        "policies": registry(spec),
         "model": settings.model,
         "seed": settings.seed,
         "concurrency": settings.concurrency,

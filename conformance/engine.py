@@ -83,6 +83,8 @@ class Settings:
     concurrency: int = 1
     # Capabilities the target must offer (--require-capabilities).
     require_capabilities: tuple[str, ...] = ()
+    # Requests drawn from schemathesis's own generation (--fuzz N, opt-in, nightly).
+    fuzz: int = 0
 
     def selected(self, rid: str) -> bool:
         return (not self.checks or rid in self.checks) and rid not in self.skip_checks

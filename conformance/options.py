@@ -22,6 +22,8 @@ DEFAULT_CONCURRENCY = 8
 
 
 def add_options(parser: pytest.Parser) -> None:
+    from conformance.policies import strict_help  # light: no spec is loaded
+
     add = parser.getgroup("conformance", "completions conformance suite").addoption
     add(
         "--target-url",
@@ -42,7 +44,7 @@ def add_options(parser: pytest.Parser) -> None:
     add(
         "--strict-spec",
         action="store_true",
-        help="Apply no errata: judge by the documents exactly as written.",
+        help=strict_help(),
     )
     # pytest owns --strict, so the level switch has a longer name.
     add("--strict-should", action="store_true", help="SHOULD findings fail the run too.")
@@ -67,6 +69,15 @@ def add_options(parser: pytest.Parser) -> None:
         help="Token ids in token prompts are drawn below this (default 1000).",
     )
     add("--seed", type=int, default=0, help="Seed of request generation (default 0).")
+    add(
+        "--fuzz",
+        type=int,
+        default=0,
+        metavar="N",
+        help="Also send N requests drawn from schemathesis's own generation (positive, "
+        "negative and coverage phases), judged by the same requirements: a deep, nightly "
+        "scenario (needs the [fuzz] extra; default 0: off).",
+    )
     add(
         "--concurrency",
         type=int,
@@ -201,6 +212,7 @@ def setup_from(config: pytest.Config) -> Setup:
         skip_checks=csv(opt.skip_checks),
         concurrency=opt.concurrency,
         require_capabilities=csv(opt.require_capabilities),
+        fuzz=max(0, opt.fuzz),
     )
     limits = Limits(
         ttfb=opt.request_timeout,

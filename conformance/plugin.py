@@ -139,12 +139,9 @@ class SuiteSession:
             f"model {meta['model']}, concurrency {meta['concurrency']}",
             *(f"conformance: {note}" for note in self.assembled.notes),
         ]
-        if spec.errata:
-            lines.append("conformance: errata applied: " + ", ".join(e.id for e in spec.errata))
-        else:
-            strict = " (--strict-spec)" if spec.strict else ""
-            lines.append(f"conformance: no errata applied{strict}")
-        return lines
+        from conformance.policies import header_lines
+
+        return lines + header_lines(spec)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from conformance.case import Case, Mode
 from conformance.engine import ScenarioSkipped
+from conformance.exchange import Exchange
 from conformance.spec import Spec
 
 if TYPE_CHECKING:
@@ -58,12 +59,17 @@ def case(
 ) -> Case:
     """The one constructor of hand-written scenario requests.
 
-    Mirrors ``strategies.build_case(spec, body, *, mode, label, tags, breaks)``, which
-    validates the body against the spec and adapts it or raises CaseSkipped; once it is
-    merged, this function calls it (and turns CaseSkipped into ScenarioSkipped).
+    ``strategies.build_case`` validates the body against the spec (openapi-core and the
+    cross-field rules the document states) and adapts it to the nearest valid values, or
+    raises CaseSkipped: turned here into ScenarioSkipped, so the skip and its reason reach
+    the reports instead of an invalid "valid" request reaching the target.
     """
-    del spec  # read by the spec-driven constructor
-    return Case(body, mode=mode, label=label, tags=tags, breaks=breaks)
+    from strategies import CaseSkipped, build_case
+
+    try:
+        return build_case(spec, body, mode=mode, label=label, tags=tags, breaks=breaks)
+    except CaseSkipped as exc:
+        raise ScenarioSkipped(f"{label}: {exc}", ()) from None
 
 
 def _described(spec: Spec, body: dict[str, Any]) -> Case:
@@ -261,6 +267,46 @@ USAGE_CHUNK = Scenario(
 STREAM_TWIN = Scenario("stream_matches_non_stream", body=_stream_twin)
 STREAM_EDGES = Scenario("stream_edges", cases=_stream_edges)
 
+
+# -- capabilities and deep fuzz --------------------------------------------------------------
+
+
+def _capabilities(item: ItemRun, _: Any) -> None:
+    """One probe per optional feature; the seed probe's second request depends on the first."""
+    from conformance import capabilities
+
+    s = item.settings
+    for probe in capabilities.capability_probes(item.spec, s.model, s.max_tokens):
+        exchange = item.send(probe)
+        if exchange is None:
+            return  # budget spent or rate limited: the verdict says so
+        related: tuple[Exchange, ...] = ()
+        if capabilities.feature_of(probe) == "seed" and exchange.status == 200:
+            related = (exchange,)
+            again = item.send(capabilities.seed_twin(probe), related=related)
+            if again is None:
+                return
+            exchange = again
+        findings = [f for f, ex in item.failures if ex is exchange]
+        capabilities.record(item.results, probe, exchange, findings, related)
+
+
+def _fuzz(run: Run, _: Any) -> list[Case]:
+    """Deep fuzz (opt-in, ``--fuzz N``): schemathesis's own generation, judged alike."""
+    s = run.settings
+    if s.fuzz <= 0:
+        raise ScenarioSkipped("deep fuzz is opt-in: --fuzz N", ())
+    from strategies import FuzzUnavailable, fuzz_cases
+
+    try:
+        return fuzz_cases(run.spec, s.fuzz, s.seed, model=s.model, max_tokens=s.max_tokens)
+    except FuzzUnavailable as exc:
+        raise ScenarioSkipped(str(exc), ()) from None
+
+
+CAPABILITIES = Scenario("capabilities", body=_capabilities)
+DEEP_FUZZ = Scenario("deep_fuzz", cases=_fuzz)
+
 #: Every scenario, in the order the pytest suite collects them.
 SCENARIOS: tuple[Scenario, ...] = (
     VALID_REQUESTS,
@@ -275,5 +321,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     USAGE_CHUNK,
     STREAM_TWIN,
     STREAM_EDGES,
+    CAPABILITIES,
+    DEEP_FUZZ,
 )
 BY_NAME = {s.name: s for s in SCENARIOS}

@@ -82,24 +82,6 @@ def scope_reason(req: Requirement, spec: Spec) -> str | None:
     if callable(scope):
         reason = scope(spec)
         return str(reason) if reason else None
-    return _interim_scope(req.id, spec)
-
-
-def _interim_scope(rid: str, spec: Spec) -> str | None:
-    """Spec-level reasons for requirements registered without a ``scope`` yet.
-
-    Interim: the checks slice gives each Requirement its own ``scope``; once it does,
-    scope_reason never reaches this table and it can go.
-    """
-    if rid == "RESP-HEADERS-REQUIRED" and not spec.required_headers:
-        return "the spec marks no response header required"
-    if rid in ("FINISH-ENUM", "STREAM-FINISH-ENUM"):
-        from conformance.checks.semantics import finish_reasons
-
-        if not finish_reasons(spec):
-            return "the spec declares no finish_reason enum"
-    if rid == "AUTH-REQUIRED" and not spec.bearer_auth:
-        return "the spec declares no bearer auth"
     return None
 
 

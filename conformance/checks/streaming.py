@@ -35,7 +35,11 @@ from conformance.checks.logprobs import (
     check_values,
     requested_logprobs,
 )
-from conformance.checks.semantics import check_finish_enum, declared_finish_reasons
+from conformance.checks.semantics import (
+    check_finish_enum,
+    declared_finish_reasons,
+    finish_reasons,
+)
 from conformance.checks.tokens import check_usage_total
 from conformance.checks.views import (
     answer,
@@ -290,7 +294,10 @@ def stream_finish(ctx: Context) -> None:
     statement="Every non-null streamed finish_reason is one of the values the spec's enum allows.",
     source="spec: choices[].finish_reason enum",
     evidence="spec-schema",
-    scope=STREAM_SCOPE,
+    scope=lambda spec: (
+        STREAM_SCOPE(spec)
+        or (None if finish_reasons(spec) else "the spec declares no finish_reason enum")
+    ),
     applies=lambda ctx: framed(ctx) and bool(_stream_finish_reasons(ctx)),
 )
 def stream_finish_enum(ctx: Context) -> None:
