@@ -220,15 +220,23 @@ def test_failure_beats_incomplete_and_rate_limits_give_no_verdict() -> None:
     assert decide(_results(), spec, Settings(), runner_error="boom").word == "error"
 
 
-def test_required_capabilities_fail_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Through conformance.capabilities.unmet (a stand-in here when the module is absent)."""
-    stand_in = type(sys)("conformance.capabilities")
-    stand_in.unmet = lambda results, names: [n for n in names if n != "echo"]  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "conformance.capabilities", stand_in)
-    settings = Settings(require_capabilities=("echo", "logprobs"))
-    verdict = decide(_results(), load_spec("aihubmix"), settings)
+def test_required_capabilities_fail_the_run() -> None:
+    """Through conformance.capabilities.unmet: declined and never-probed both fail the gate."""
+    results = _results()
+    results.capabilities = {
+        "echo": {"outcome": "offered", "detail": ""},
+        "logprobs:1": {"outcome": "declined", "detail": "400 with the envelope"},
+    }
+    settings = Settings(require_capabilities=("echo", "logprobs", "suffix"))
+    verdict = decide(results, load_spec("aihubmix"), settings)
     assert verdict.word == "failed"
-    assert verdict.reasons == ("required capabilities not offered: logprobs",)
+    assert verdict.reasons == (
+        "required capabilities not offered: logprobs:1: declined (400 with the envelope), "
+        "suffix: not probed in this run",
+    )
+    assert decide(
+        results, load_spec("aihubmix"), Settings(require_capabilities=("echo",))
+    ).word == ("passed")
 
 
 def test_a_skipped_scenario_records_its_reason(targets: Targets) -> None:

@@ -56,9 +56,19 @@ def test_external_conformant_target_passes(pytester: pytest.Pytester, targets: T
 
 
 def test_strict_spec_applies_no_errata(pytester: pytest.Pytester) -> None:
-    result = run_suite(pytester, "--spec", "nscale", "--strict-spec", "--collect-only")
-    result.stdout.fnmatch_lines(["*no errata applied (--strict-spec)*"])
+    result = run_suite(pytester, "--spec", "aihubmix", "--strict-spec", "--collect-only")
+    result.stdout.fnmatch_lines(
+        ["*errata applied: none (--strict-spec)*", "*policies: none (--strict-spec)*"]
+    )
     assert "report:" not in result.stdout.str(), "collecting only writes no report"
+
+
+def test_strict_spec_without_a_valid_prompt_is_one_error_line(pytester: pytest.Pytester) -> None:
+    """Nscale as written admits no prompt: one line, not 50 invalid "valid" requests."""
+    result = run_suite(pytester, "--spec", "nscale", "--strict-spec")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["ERROR: conformance: spec 'nscale' as written admits no prompt*"])
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
 
 
 def test_plugin_is_inert_outside_the_suite(pytester: pytest.Pytester) -> None:
@@ -119,19 +129,17 @@ def test_verdict_comes_last_after_the_short_summary(
 
 
 def test_required_capabilities_not_offered_fail_the_run(
-    pytester: pytest.Pytester, targets: Targets, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, targets: Targets
 ) -> None:
-    """Through conformance.capabilities.unmet; a stand-in module when it is not there."""
-    import sys
-
-    stand_in = type(sys)("conformance.capabilities")
-    stand_in.unmet = lambda results, names: [n for n in names if n != "echo"]  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "conformance.capabilities", stand_in)
-    url = targets.get("aihubmix").server.url
+    """A target that ignores echo fails a run that requires echo; logprobs is offered."""
+    url = targets.get("aihubmix", "echo-ignored").server.url
     result = pytester.runpytest_inprocess(
         str(SUITE_DIR), *QUICK, *target_args(url), "--checks", "MODEL-NOT-FOUND",
-        "-k", "test_unknown_model", "--require-capabilities", "echo,logprobs",
+        "-k", "test_capabilities", "--require-capabilities", "echo,logprobs",
         "--report-dir", str(pytester.path / "out"),
     )  # fmt: skip
     assert result.ret == 1, result.stdout.str()
-    result.stdout.fnmatch_lines(["verdict: failed (required capabilities not offered: logprobs)*"])
+    result.stdout.fnmatch_lines(
+        ["verdict: failed (required capabilities not offered: echo: ignored*"]
+    )
+    assert "logprobs" not in result.stdout.str().split("verdict: failed", 1)[1].splitlines()[0]
