@@ -95,7 +95,14 @@ def assemble(setup: Setup) -> Assembled:
     settings = _checked(setup.settings)
     _check_generation(spec, settings)
     baseline = _load_baseline(setup.baseline) if setup.baseline else None
+    baseline_warnings: list[str] = []
     if baseline is not None:
+        from reports.baseline import check_baseline
+
+        this_run = {"spec": spec.name, "model": settings.model}
+        refused, baseline_warnings = check_baseline(this_run, baseline)
+        if refused:
+            raise BadInput(f"--baseline {setup.baseline}: {refused[0]}")
         known = frozenset(t.id for t in baseline.tallies.values() if t.failed)
         settings = replace(settings, known_failures=known)
     # The preflight request comes out of the budget too.
@@ -127,6 +134,9 @@ def assemble(setup: Setup) -> Assembled:
     run = Run(settings, spec, client, workers=setup.workers)
     results = Results.for_requirements(run.requirements)
     results.meta.update(_header(setup, spec, settings, target))
+    if baseline_warnings:
+        results.meta["baseline_warnings"] = baseline_warnings
+        notes = [*notes, *(f"baseline warning: {w}" for w in baseline_warnings)]
     assembled = Assembled(setup, run, results, baseline, server, notes)
     if setup.preflight:
         try:

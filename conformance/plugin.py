@@ -187,8 +187,9 @@ class SuiteSession:
         self.assembled.run.close()
         report_dir = Path(config.invocation_params.dir, config.option.report_dir)
         settings = self.assembled.run.settings
+        new = frozenset(self.assembled.results.meta.get("baseline", {}).get("new_failures", ()))
         failing = self.assembled.results.failing(
-            strict=settings.strict, known=settings.known_failures
+            strict=settings.strict, known=settings.known_failures - new
         )
         verdict, written = conclude(
             self.assembled,

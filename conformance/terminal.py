@@ -19,12 +19,10 @@ def closing_lines(
 ) -> list[str]:
     lines = [*notes, status_summary(results, spec)]
     if "baseline" in results.meta:
-        b = results.meta["baseline"]
-        lines.append(
-            f"baseline: {len(b['known'])} known ({', '.join(b['known']) or '-'}), "
-            f"{len(b['new'])} new ({', '.join(b['new']) or '-'}), "
-            f"{len(b['fixed'])} fixed ({', '.join(b['fixed']) or '-'})"
-        )
+        from reports.baseline import baseline_line
+
+        lines.append(baseline_line(results.meta["baseline"]))
+        lines += [f"baseline warning: {w}" for w in results.meta.get("baseline_warnings", [])]
     for rid, failed, checked in verdict.failed:
         tally = results.tallies[rid]
         lines.append(f"failed: {rid} [{tally.level}] on {failed} of {checked} exchange(s)")

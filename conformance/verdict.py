@@ -141,7 +141,10 @@ def decide(
     ``partial``: the Results are one shard of a run; coverage is listed but judged only
     once the shards are merged (conformance-merge), so untested MUSTs do not decide here.
     """
-    known = settings.known_failures
+    # A known-failing requirement decides again once it fails with a new fingerprint
+    # (reports.baseline.compare_to_baseline, stored in meta by assembly.conclude).
+    new = frozenset(results.meta.get("baseline", {}).get("new_failures", ()))
+    known = settings.known_failures - new
     failing = results.failing(strict=settings.strict, known=known)
     failed = tuple((t.id, t.failed, t.checked) for t in failing)
     cover = coverage(results, spec, settings)

@@ -50,6 +50,40 @@ def test_baseline_known_failures_pass_new_ones_fail(
     other.stdout.fnmatch_lines(["*0 known (-), * new (RESP-CREATED*), * fixed (RESP-ID*)*"])
 
 
+def test_a_new_fingerprint_of_a_known_failing_requirement_fails_the_gate(
+    pytester: pytest.Pytester, targets: Targets, tmp_path: Path
+) -> None:
+    url = targets.get("aihubmix", "empty-id").server.url
+    only = ("--checks", "RESP-ID")
+    assert run(pytester, url, tmp_path / "a", *only, "-k", "test_stop_probe").ret == 1
+    baseline = ("--baseline", str(tmp_path / "a" / "results.json"))
+    same = run(pytester, url, tmp_path / "b", *only, "-k", "test_stop_probe", *baseline)
+    assert same.ret == 0, same.stdout.str()
+    # RESP-ID already fails in the baseline, but on other cases now: new fingerprints.
+    wider = "test_stop_probe or test_edge_requests"
+    more = run(pytester, url, tmp_path / "c", *only, "-k", wider, *baseline)
+    assert more.ret == 1, more.stdout.str()
+    more.stdout.fnmatch_lines(["*baseline: * known (RESP-ID), * new (RESP-ID), 0 fixed (-)*"])
+
+
+def test_a_baseline_of_another_spec_is_refused(
+    pytester: pytest.Pytester, targets: Targets, tmp_path: Path
+) -> None:
+    url = targets.get("aihubmix").server.url
+    run(pytester, url, tmp_path / "a", "--checks", "RESP-ID", "-k", "test_stop_probe")
+    result = run(
+        pytester,
+        targets.get("nscale").server.url,
+        tmp_path / "b",
+        "--spec",
+        "nscale",
+        "--baseline",
+        str(tmp_path / "a" / "results.json"),
+    )
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["ERROR: conformance: --baseline *recorded with spec 'aihubmix'*"])
+
+
 def test_bad_baseline_is_one_clear_error(pytester: pytest.Pytester, tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
