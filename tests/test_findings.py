@@ -112,7 +112,12 @@ def broken_check() -> Iterator[Requirement]:
     """A registered requirement whose check raises TypeError (a suite defect)."""
 
     @requirement(
-        "TEST-BROKEN", level=Level.SHOULD, area="schema", statement="broken", source="test"
+        "TEST-BROKEN",
+        level=Level.SHOULD,
+        area="schema",
+        statement="broken",
+        source="test",
+        evidence="server-habit",
     )
     def judge_broken(ctx: Context) -> None:
         len(None)  # type: ignore[arg-type]
