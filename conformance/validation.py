@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import json
-from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -184,23 +183,9 @@ def _loads(raw: bytes) -> Any:
 
 def _rule_names(errors: list[ValidationError], body: Any) -> set[str]:
     # Imported here: strategies depend on conformance, not the other way round at import.
-    from strategies._rules import keywords
+    from strategies._rules import rule_names
 
-    rules: set[str] = set()
-    found: dict[tuple[Any, ...], set[str]] = defaultdict(set)
-    for error in errors:
-        if error.path:
-            found[tuple(error.path)] |= keywords(error)
-        elif error.validator == "required":
-            names = error.validator_value
-            rules |= {f"{n}:required" for n in names if not isinstance(body, dict) or n not in body}
-        elif error.validator == "type":
-            rules.add(BODY_TYPE)
-        else:
-            rules |= {f"body:{word}" for word in keywords(error)}
-    for path, words in found.items():
-        rules |= {f"{path[0]}:{word}" for word in ({"type"} if "type" in words else words)}
-    return rules
+    return rule_names(errors, body)
 
 
 def _declared_media(spec: Spec, status: int, content_type: str) -> str:

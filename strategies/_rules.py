@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from conformance.case import Case
@@ -131,15 +131,22 @@ def schema_rules(spec: Spec, body: Any) -> set[str]:
     """The schema rules ``body`` breaks, as rule names."""
     if not isinstance(body, dict):
         return {BODY_TYPE}
+    return rule_names(view_of(spec).errors(body), body)
+
+
+def rule_names(errors: Iterable[Any], body: Any) -> set[str]:
+    """Rule names (``field:keyword``) of schema validation errors, jsonschema's or
+    openapi-core's (conformance.validation): one oracle, two validators."""
     rules: set[str] = set()
     # Keywords per instance location: a value of the wrong type also fails its `enum`
     # (or `format`, ...), but only the type is the rule it breaks.
     found: dict[tuple[Any, ...], set[str]] = defaultdict(set)
-    for error in view_of(spec).errors(body):
+    for error in errors:
         if error.path:
             found[tuple(error.path)] |= keywords(error)
         elif error.validator == "required":
-            rules |= {f"{name}:required" for name in error.validator_value if name not in body}
+            names = error.validator_value
+            rules |= {f"{n}:required" for n in names if not isinstance(body, dict) or n not in body}
         elif error.validator == "type":
             rules.add(BODY_TYPE)
         else:
