@@ -272,20 +272,20 @@ STREAM_EDGES = Scenario("stream_edges", cases=_stream_edges)
 
 
 def _capabilities(item: ItemRun, _: Any) -> None:
-    """One probe per optional feature; the seed probe's second request depends on the first."""
+    """One probe per optional feature, sent up to ``--concurrency`` at once; the seed
+    probe's second request depends on the first answer, so it follows it."""
     from conformance import capabilities
 
     s = item.settings
-    for probe in capabilities.capability_probes(item.spec, s.model, s.max_tokens):
-        exchange = item.send(probe)
-        if exchange is None:
-            return  # budget spent or rate limited: the verdict says so
+    probes = capabilities.capability_probes(item.spec, s.model, s.max_tokens)
+    for exchange in item.send_all(probes):
+        probe = exchange.case
         related: tuple[Exchange, ...] = ()
         if capabilities.feature_of(probe) == "seed" and exchange.status == 200:
             related = (exchange,)
             again = item.send(capabilities.seed_twin(probe), related=related)
             if again is None:
-                return
+                continue
             exchange = again
         findings = [f for f, ex in item.failures if ex is exchange]
         capabilities.record(item.results, probe, exchange, findings, related)
