@@ -404,7 +404,6 @@ COMMON_INVALID: list[tuple[dict[str, Any], str]] = [
     ({"prompt": "x", "n": 0}, "n"),
     ({"prompt": "x", "n": True}, "n"),
     ({"prompt": "x", "n": 1.5}, "n"),
-    ({"prompt": "x", "max_tokens": -1}, "max_tokens"),
     ({"prompt": "x", "max_tokens": "5"}, "max_tokens"),
     ({"prompt": "x", "logprobs": -1}, "logprobs"),
     ({"prompt": "x", "logprobs": 6}, "logprobs"),
@@ -432,6 +431,7 @@ COMMON_INVALID: list[tuple[dict[str, Any], str]] = [
     ({}, "prompt"),
 ]
 AIHUBMIX_ONLY_INVALID: list[tuple[dict[str, Any], str]] = [
+    ({"prompt": "x", "max_tokens": -1}, "max_tokens"),
     ({"prompt": "x", "temperature": 2.5}, "temperature"),
     ({"prompt": "x", "presence_penalty": -3}, "presence_penalty"),
     ({"prompt": "x", "frequency_penalty": 2.1}, "frequency_penalty"),
@@ -479,6 +479,18 @@ def test_aihubmix_schema_bounds(
         check_envelope(post(body), "aihubmix", 400, param)
     elif param not in ("n", "best_of", "user", "stop"):
         assert post({**body, "max_tokens": 1}).status_code == 200  # Nscale declares no bound
+
+
+def test_negative_max_tokens_is_no_limit_where_the_spec_sets_no_minimum(
+    post: Post, server: ReferenceServer
+) -> None:
+    if server.flavor == "aihubmix":  # its schema sets max_tokens >= 0
+        check_envelope(post({"prompt": LONG, "max_tokens": -1}), "aihubmix", 400, "max_tokens")
+        return
+    body = complete(post, prompt=LONG, max_tokens=-1, temperature=0)
+    default = complete(post, prompt=LONG, temperature=0)
+    assert body["choices"][0]["text"] == default["choices"][0]["text"]
+    assert body["usage"]["completion_tokens"] == default["usage"]["completion_tokens"] <= 16
 
 
 @pytest.mark.parametrize(
@@ -800,6 +812,19 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
     "usage-arithmetic": lambda p: (
         lambda u: u["total_tokens"] != u["prompt_tokens"] + u["completion_tokens"]
     )(p.json()["usage"]),
+    "usage-prompt-zero": lambda p: (
+        lambda u: (
+            u["prompt_tokens"] == 0
+            and u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"]
+        )
+    )(p.json()["usage"]),
+    "usage-completion-short": lambda p: (
+        lambda b: (
+            b["usage"]["completion_tokens"] == 0
+            and b["choices"][0]["text"] != ""
+            and b["usage"]["total_tokens"] == b["usage"]["prompt_tokens"]
+        )
+    )(p.json()),
     "usage-missing": lambda p: "usage" not in p.json(),
     "null-fields": lambda p: (lambda c: "logprobs" in c and c["logprobs"] is None)(
         p.json()["choices"][0]
@@ -873,6 +898,9 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
     "auth-ignored": lambda p: p.post(auth=False).status_code == 200,
     "auth-missing-400": lambda p: p.post(auth=False).status_code == 400,
     "unknown-model-200": lambda p: p.post(model="no-such-model").status_code == 200,
+    "unknown-model-400": lambda p: (lambda r: r.status_code == 400 and _is_envelope(r))(
+        p.post(model="no-such-model")
+    ),
     "rate-limit-every-third": _every_third_limited,
     "rate-limit-always": lambda p: (
         lambda r: r.status_code == 429 and r.headers["retry-after"] == "1"

@@ -102,6 +102,26 @@ def _usage_arithmetic(usage: dict[str, int]) -> dict[str, int]:
     return {**usage, "total_tokens": usage["total_tokens"] + 1}
 
 
+@fault(
+    "usage-prompt-zero",
+    "`usage.prompt_tokens` is 0, total adjusted to match (both modes' usage objects).",
+    "usage",
+)
+def _usage_prompt_zero(usage: dict[str, int]) -> dict[str, int]:
+    total = usage["total_tokens"] - usage["prompt_tokens"]
+    return {**usage, "prompt_tokens": 0, "total_tokens": total}
+
+
+@fault(
+    "usage-completion-short",
+    "`usage.completion_tokens` is 0 although text was generated, total adjusted (both modes).",
+    "usage",
+)
+def _usage_completion_short(usage: dict[str, int]) -> dict[str, int]:
+    total = usage["total_tokens"] - usage["completion_tokens"]
+    return {**usage, "completion_tokens": 0, "total_tokens": total}
+
+
 # --- non-streamed bodies (and, for logprobs, every streamed content chunk) ---------------
 
 

@@ -131,6 +131,24 @@ def _unknown_model_200(error: ApiError) -> ApiError | None:
     return None if error.origin == "model" else error
 
 
+@fault(
+    "unknown-model-400",
+    "An unknown model is refused 400 (flavor's error envelope) instead of 404 (legal, a SHOULD).",
+    "refusal",
+)
+def _unknown_model_400(error: ApiError) -> ApiError:
+    if error.origin != "model":
+        return error
+    return ApiError(
+        400,
+        error.message,
+        code=error.code,
+        origin=error.origin,
+        param=error.param,
+        type_=error.type,
+    )
+
+
 def _rate_limited(retry_after: str) -> ApiError:
     return ApiError(
         429,

@@ -85,6 +85,9 @@ PROOFS: tuple[Proof, ...] = (
     _p("ERROR-CONTENT-TYPE", "errors-text-plain"),
     _p("AUTH-REQUIRED", "auth-ignored"),
     _p("MODEL-NOT-FOUND", "unknown-model-200"),
+    _p("MODEL-NOT-FOUND-404", "unknown-model-400"),
+    _p("USAGE-PROMPT-TOKENS", "usage-prompt-zero"),
+    _p("USAGE-COMPLETION-TOKENS", "usage-completion-short"),
     _p("REQUEST-ID-HEADER", "missing-request-id-header"),
     _p("STREAM-CONTENT-TYPE", "stream-content-type-json"),
     _p("STREAM-FRAMING", "stream-single-newline"),
@@ -169,13 +172,7 @@ EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {
     },
     ("finish-enum", ()): {
         "aihubmix": _s(
-            "FINISH-ENUM",
-            "FINISH-LENGTH",
-            "RESP-SCHEMA",
-            "STOP-PROBE",
-            "STREAM-CHUNK-SCHEMA",
-            "STREAM-FINISH-ENUM",
-            "STREAM-FINISH-LENGTH",
+            "FINISH-ENUM", "RESP-SCHEMA", "STOP-PROBE", "STREAM-CHUNK-SCHEMA", "STREAM-FINISH-ENUM"
         ),
         "nscale": _s("FINISH-LENGTH", "STOP-PROBE", "STREAM-FINISH-LENGTH"),
     },
@@ -291,9 +288,21 @@ EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {
         "aihubmix": _s("MODEL-NOT-FOUND"),
         "nscale": _s("MODEL-NOT-FOUND"),
     },
+    ("unknown-model-400", ()): {
+        "aihubmix": _s("MODEL-NOT-FOUND-404"),
+        "nscale": _s("MODEL-NOT-FOUND-404"),
+    },
     ("usage-arithmetic", ()): {
         "aihubmix": _s("STREAM-USAGE", "USAGE-TOTAL"),
         "nscale": _s("STREAM-USAGE", "USAGE-TOTAL"),
+    },
+    ("usage-completion-short", ()): {
+        "aihubmix": _s("USAGE-COMPLETION-TOKENS"),
+        "nscale": _s("USAGE-COMPLETION-TOKENS"),
+    },
+    ("usage-prompt-zero", ()): {
+        "aihubmix": _s("USAGE-PROMPT-TOKENS"),
+        "nscale": _s("USAGE-PROMPT-TOKENS"),
     },
 }
 

@@ -50,7 +50,8 @@ MAX_COMPLETIONS: Final = 2560
 DEFAULT_MAX_TOKENS: Final = 16
 
 #: The fake model's bounds (low, high; None = open) on top of any spec: AIHubMix states
-#: most of them in its schema, Nscale states none (its max_tokens may be -1 on paper).
+#: most of them in its schema, Nscale states none (its max_tokens may be -1 on paper: a
+#: negative max_tokens past the schema is "no limit", generating DEFAULT_MAX_TOKENS).
 MODEL_LIMITS: Final[Mapping[str, tuple[float | None, float | None]]] = {
     "max_tokens": (0, None),
     "temperature": (0.0, None),
@@ -277,6 +278,11 @@ def _check_limits(body: dict[str, Any], refuse: Refuse) -> dict[str, Any]:
     out = dict(body)
     for name, value in body.items():
         if not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        if name == "max_tokens" and _is_int(value) and value < 0:
+            # Past the schema, so the spec sets no minimum (Nscale): a negative max_tokens
+            # means "no limit", answered as OpenAI does, up to the default length.
+            out[name] = DEFAULT_MAX_TOKENS
             continue
         lo, hi = MODEL_LIMITS.get(name, (None, None))
         try:
