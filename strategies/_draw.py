@@ -26,6 +26,22 @@ try:
     _INTERNALS = True
 except ImportError:  # pragma: no cover - another Hypothesis: the public way only
     _INTERNALS = False
+try:
+    from hypothesis.internal.conjecture.providers import Constants  # type: ignore[attr-defined]
+    from hypothesis.internal.floats import float_to_int
+    from sortedcontainers import SortedSet  # type: ignore[import-untyped]
+
+    # Hypothesis mixes in string and number literals of the modules loaded so far (its
+    # "local constants"): the same seed would draw differently once one more module of
+    # ours is imported. The suite's draws must depend on the seed alone.
+    _NO_LOCAL_CONSTANTS: Any = Constants(
+        integers=SortedSet(),
+        floats=SortedSet(key=float_to_int),
+        bytes=SortedSet(),
+        strings=SortedSet(),
+    )
+except ImportError:  # pragma: no cover - another Hypothesis: nothing to switch off
+    _NO_LOCAL_CONSTANTS = None
 
 T = TypeVar("T")
 # Spreads the per-value seeds of different seed_values apart (a large prime).
@@ -49,6 +65,8 @@ def _one(strategy: SearchStrategy[T], seed_value: int) -> T:
     """
     if _INTERNALS:
         data = ConjectureData(random=random.Random(seed_value))
+        if _NO_LOCAL_CONSTANTS is not None:
+            vars(data.provider)["_local_constants"] = _NO_LOCAL_CONSTANTS
         try:
             with BuildContext(data, is_final=False, wrapped_test=_one):
                 value: T = data.draw(strategy)
