@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import resource
@@ -241,7 +242,7 @@ def st_fuzz_cmd(
     """schemathesis's ``st fuzz`` for ``seconds``: it has no request count, only a time."""
     return [
         ST, "fuzz", str(spec_path), "--url", url, "--checks", "all", "--workers", str(workers),
-        "--max-time", f"{seconds:g}", "--continue-on-failure", "--max-failures", "1000000",
+        "--max-time", str(math.ceil(seconds)), "--continue-on-failure", "--max-failures", "1000000",
         "--no-color", "-H", f"Authorization: Bearer {api_key}",
     ]  # fmt: skip
 
