@@ -158,7 +158,9 @@ def send(client: Client, case: Case) -> Exchange:
         response_headers = Headers(list(raw.http_response.headers.multi_items()))
         parsed = raw.parse()
         view.update(read_stream(parsed) if case.stream else read_completion(parsed))
-    except openai.APIConnectionError as exc:  # includes timeouts: the transport's fault
+    except (openai.APIConnectionError, http.TransportError) as exc:
+        # Timeouts and resets, before the answer (wrapped by the SDK) or while reading a
+        # stream (raised by httpx as they are): the transport's fault, HTTP-COMPLETE's.
         view["error"] = f"{type(exc).__name__}: {exc}"[:300]
         view["transport"] = True
     except openai.APIStatusError as exc:

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import httpcore  # noqa: F401  (see below)
 import pytest
 from support import Targets
+
+# pytester's in-process runs drop the modules they imported. httpx maps httpcore's
+# exceptions through a table it fills on first use: if httpcore were first imported inside
+# one inner run, a later inner run would import it afresh and its ReadTimeout would no
+# longer match the table (it escapes unmapped). Importing it here keeps one httpcore.
 
 
 @pytest.fixture(scope="session")
