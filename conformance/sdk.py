@@ -169,6 +169,9 @@ def send(client: Client, case: Case) -> Exchange:
         view["error"] = f"{type(exc).__name__}: {exc.message}"[:300]
     except Exception as exc:  # the SDK failing to read the answer is the finding
         view["error"] = f"{type(exc).__name__}: {exc}"[:300]
+        # ...unless the HTTP stack itself failed (a timeout or reset raised unwrapped):
+        # that is the transport's fault, HTTP-COMPLETE's.
+        view["transport"] = type(exc).__module__.startswith(("httpx", "httpcore"))
     finally:
         sdk.close()
     if hit:
