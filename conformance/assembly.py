@@ -129,7 +129,7 @@ def assemble(setup: Setup) -> Assembled:
         limits=setup.limits,
         retry=RetryPolicy(),
         pacer=Pacer(setup.rps / setup.workers if setup.rps else None),
-        **_pool_size(settings.concurrency),
+        concurrency=settings.concurrency,
     )
     run = Run(settings, spec, client, workers=setup.workers)
     results = Results.for_requirements(run.requirements)
@@ -145,13 +145,6 @@ def assemble(setup: Setup) -> Assembled:
             assembled.close()
             raise BadInput(str(exc)) from None
     return assembled
-
-
-def _pool_size(concurrency: int) -> dict[str, Any]:
-    """The client's ceiling of sends in flight, where the client takes one (its adaptive
-    limit and shared 429 back-off start there; older clients bound nothing themselves)."""
-    fields = getattr(Client, "__dataclass_fields__", {})
-    return {"concurrency": concurrency} if "concurrency" in fields else {}
 
 
 def _checked(settings: Settings) -> Settings:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.engine import BUDGET, SKIPPED, Settings
-from conformance.requirements import REGISTRY, Level, Requirement, load_checks
+from conformance.requirements import REGISTRY, Level, load_checks
 from conformance.results import Results
 from conformance.spec import Spec
 
@@ -76,15 +76,6 @@ class Verdict:
         results.meta["coverage"] = self.coverage.to_json()
 
 
-def scope_reason(req: Requirement, spec: Spec) -> str | None:
-    """Why ``req`` cannot apply under ``spec`` (its ``scope``), or None."""
-    scope = getattr(req, "scope", None)
-    if callable(scope):
-        reason = scope(spec)
-        return str(reason) if reason else None
-    return None
-
-
 def coverage(results: Results, spec: Spec, settings: Settings) -> Coverage:
     """Where each applicable MUST requirement ended, when it ended neither passed nor failed."""
     load_checks()
@@ -103,7 +94,7 @@ def coverage(results: Results, spec: Spec, settings: Settings) -> Coverage:
         tally = results.tallies.get(rid)
         if tally is not None and (tally.failed or tally.checked > tally.unsupported):
             continue  # exercised: passed or failed
-        reason = scope_reason(req, spec)
+        reason = req.not_applicable(spec)
         if reason:
             not_applicable.append(Uncovered(rid, reason))
         elif tally is not None and tally.unsupported:
@@ -148,7 +139,7 @@ def decide(
     failing = results.failing(strict=settings.strict, known=known)
     failed = tuple((t.id, t.failed, t.checked) for t in failing)
     cover = coverage(results, spec, settings)
-    errors = [t.id for t in results.tallies.values() if getattr(t, "errors", 0)]
+    errors = [t.id for t in results.errors()]
     unmet = unmet_capabilities(results, settings.require_capabilities)
     reasons: list[str] = []
     if failing:
