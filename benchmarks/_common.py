@@ -248,7 +248,7 @@ def st_fuzz_cmd(
 
 
 def suite_has_option(option: str) -> bool:
-    """Whether ``pytest conformance`` knows ``option`` (e.g. --concurrency, once merged)."""
+    """Whether ``pytest conformance`` knows ``option`` (e.g. --concurrency, absent from older checkouts)."""
     done = run_timed([PYTHON, "-m", "pytest", "conformance", "--help", "-p", "no:cacheprovider"])
     return option in done.stdout
 

@@ -10,8 +10,8 @@ that schemathesis's arbitrary model names are served). Per delay, interleaved, e
 variant ``--runs`` times:
 
 * ``ours cN``: the default run, ``pytest conformance --target-url URL ...``, with
-  ``--concurrency N`` when the suite has that option. Until then (the engine's thread
-  pool lives on another branch), N = 1 is the suite as it is, and N > 1 is a **proxy**:
+  ``--concurrency N`` (the suite has it now; results/time_to_verdict_merged.json). For a
+  suite without the option (an older checkout), N > 1 falls back to a **proxy**:
   a child process sends the cases of a default run (10 generated requests, 10 generated
   streams, the edge list, the invalid list) through one ``Client`` from a pool of N
   threads and judges every exchange, as the engine's pool will. Its figure is the
