@@ -75,6 +75,32 @@ class Finding:
         return f"{self.requirement}|{self.case}|{normalise_path(self.path)}"
 
 
+def judged_case(spec: Spec, case: Case) -> Case:
+    """``case`` as ``spec`` judges it: an invalid case whose request breaks no rule that
+    ``spec`` states (its schema and the cross-field rules its own text states, by the same
+    oracle that builds invalid cases) is a valid request under ``spec``.
+
+    A case labelled under another document (best_of < n is AIHubMix's rule, not Nscale's)
+    or recorded by an older suite is then judged as the valid request it is there: not by
+    INVALID-REJECTED (a 200 is a proper answer), by the valid-request rules instead.
+    Cases with a free-text reason (credentials, an unknown model) keep their label.
+    """
+    # Imported here: strategies depend on conformance, not the other way round at import
+    # (as in conformance.validation).
+    from conformance.validation import ValidatorUnavailable
+    from strategies._cases import RULE_NAME, oracle_rules
+
+    if case.mode != "invalid" or case.auth != "default" or not case.breaks:
+        return case
+    if not RULE_NAME.match(case.breaks):
+        return case
+    try:
+        broken = oracle_rules(spec, case.body, raw=case.raw_body)
+    except ValidatorUnavailable:
+        return case  # no oracle: the label stands
+    return case if broken else replace(case, mode="valid")
+
+
 def evaluate(
     requirements: list[Requirement],
     spec: Spec,
@@ -88,7 +114,7 @@ def evaluate(
     exchange (with the exception type and the check's name), so that one broken check can
     neither lose the other findings of the exchange nor pass unnoticed.
     """
-    ctx = Context(exchange.case, exchange, spec, related)
+    ctx = Context(judged_case(spec, exchange.case), exchange, spec, related)
     key = case_key(exchange.case)
     findings = []
     for req in requirements:

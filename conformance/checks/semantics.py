@@ -51,8 +51,11 @@ def declared_finish_reasons(schema: Schema | None) -> tuple[str, ...]:
 
 
 def prompt_of(ctx: Context, choice: dict[str, Any]) -> Any:
+    """The prompt a choice answers: by index // n, or the only prompt whatever the index."""
     index = choice.get("index")
     prompts = ctx.case.prompts
+    if len(prompts) == 1:
+        return prompts[0]
     if not is_int(index) or not 0 <= index // ctx.case.n < len(prompts):
         return None
     return prompts[index // ctx.case.n]
@@ -69,6 +72,12 @@ def completion_part(ctx: Context, choice: dict[str, Any]) -> str | None:
     if isinstance(prompt, str) and text.startswith(prompt):
         return text[len(prompt) :]
     return None
+
+
+def prompts_known(ctx: Context) -> bool:
+    """Each choice's prompt is known: the choices are placed, or there is one prompt (a
+    wrong index is then CHOICES-INDEX's, and the prompt is still the only one)."""
+    return len(ctx.case.prompts) == 1 or choices_placed(ctx)
 
 
 def choices_placed(ctx: Context) -> bool:
@@ -197,7 +206,7 @@ def check_finish_enum(allowed: tuple[str, ...], choices: Labelled) -> None:
     evidence="spec-text",
     scope=declares("echo"),
     when=lambda ctx: (
-        echoed(ctx) and all(isinstance(p, str) for p in ctx.case.prompts) and choices_placed(ctx)
+        echoed(ctx) and all(isinstance(p, str) for p in ctx.case.prompts) and prompts_known(ctx)
     ),
 )
 def echo_prefix(ctx: Context, ans: Answer) -> None:

@@ -40,7 +40,7 @@ from conformance.checks.semantics import (
     declared_finish_reasons,
     finish_reasons,
 )
-from conformance.checks.tokens import check_usage_total
+from conformance.checks.tokens import check_usage_total, include_usage
 from conformance.checks.views import (
     answer,
     assemble,
@@ -68,10 +68,10 @@ USAGE_SCOPE = declares("stream_options")
 IDENTITY = ("id", "object", "model")
 
 
-def include_usage(ctx: Context) -> bool:
-    """The request asked for the usage chunk."""
-    options = ctx.case.body.get("stream_options")
-    return isinstance(options, dict) and options.get("include_usage") is True
+def has_events(ctx: Context) -> bool:
+    """The stream sent at least one event. A stream cut off before its first event is one
+    defect, STREAM-DONE's: its choices and its usage chunk are not missing on top of it."""
+    return stream_view(ctx.exchange).count > 0
 
 
 def _stream_finish_reasons(ctx: Context) -> tuple[str, ...]:
@@ -233,7 +233,7 @@ def stream_consistent_ids(ctx: Context) -> None:
     "by index",
     evidence="spec-text",
     scope=STREAM_SCOPE,
-    applies=readable,
+    applies=lambda ctx: readable(ctx) and has_events(ctx),
 )
 def stream_indexes_cover(ctx: Context) -> None:
     seen = stream_indexes(ctx)
@@ -315,7 +315,7 @@ def stream_finish_enum(ctx: Context) -> None:
     "carry a null usage)",
     evidence="spec-text",
     scope=USAGE_SCOPE,
-    applies=lambda ctx: readable(ctx) and include_usage(ctx),
+    applies=lambda ctx: readable(ctx) and has_events(ctx) and include_usage(ctx),
 )
 def stream_usage(ctx: Context) -> None:
     stream = stream_view(ctx.exchange)
@@ -360,7 +360,9 @@ def stream_usage(ctx: Context) -> None:
     source=USAGE_TEXT + " (If set, an additional chunk ...)",
     evidence="spec-text",
     scope=STREAM_SCOPE,
-    applies=lambda ctx: readable(ctx) and not include_usage(ctx),
+    # Judged on the chunk objects even when another payload is not one (that payload is
+    # STREAM-CHUNK-SCHEMA's): the usage the real chunks carry is seen all the same.
+    applies=lambda ctx: uninterrupted(ctx) and not include_usage(ctx),
 )
 def stream_usage_unrequested(ctx: Context) -> None:
     carrying = stream_view(ctx.exchange).usage_chunks()

@@ -140,7 +140,26 @@ def usage_total(ctx: Context) -> None:
 
 
 def _has_usage(ctx: Context) -> bool:
-    return judgeable(ctx) and answer(ctx).usage is not None
+    """A usage to count: not the zeroed placeholder a stream carries unasked (LiteLLM puts
+    ``{"prompt_tokens": 0, ...}`` on every chunk); that one defect is
+    STREAM-USAGE-UNREQUESTED's. A zero usage that was asked for is judged (and fails)."""
+    if not judgeable(ctx):
+        return False
+    usage = answer(ctx).usage
+    if usage is None:
+        return False
+    return not (ctx.case.stream and not include_usage(ctx) and _zeroed(usage))
+
+
+def include_usage(ctx: Context) -> bool:
+    """The request asked for the usage chunk."""
+    options = ctx.case.body.get("stream_options")
+    return isinstance(options, dict) and options.get("include_usage") is True
+
+
+def _zeroed(usage: dict[str, Any]) -> bool:
+    counts = [usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")]
+    return all(c is None or (is_int(c) and c == 0) for c in counts)
 
 
 def _prompt_span(prompt: Any) -> tuple[int, int] | None:

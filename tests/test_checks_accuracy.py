@@ -1,0 +1,148 @@
+"""The judge's accuracy on shapes seen on real servers (issue #12): each fix proven both
+ways with synthetic exchanges (tests/synthetic.py), besides the transcripts that found it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from support import failed, judge
+from synthetic import body_exchange, chunks_for, completion_for, req, stream_exchange
+
+from conformance.case import Case
+from conformance.requirements import load_checks
+from conformance.spec import load_spec
+
+load_checks()
+AIHUBMIX, NSCALE = load_spec("aihubmix"), load_spec("nscale")
+USAGE = {"stream_options": {"include_usage": True}}
+
+
+def _invalid(case: Case, breaks: str) -> Case:
+    return dataclasses.replace(case, mode="invalid", breaks=breaks, label=breaks)
+
+
+# -- a rule the judging document does not state -------------------------------------------
+
+
+def test_a_cross_rule_the_spec_does_not_state_is_not_judged_by_invalid_rejected() -> None:
+    case = _invalid(req(n=2, best_of=1, max_tokens=1), "cross:best_of<n")
+    served = body_exchange(case, completion_for(case))
+    # AIHubMix's text says best_of must be greater than n: serving it is a finding.
+    assert "INVALID-REJECTED" in failed(judge(AIHUBMIX, served))
+    # Nscale states no such rule: the request is valid there, and a 200 a proper answer.
+    findings = judge(NSCALE, served)
+    assert "INVALID-REJECTED" not in findings
+    assert findings["USAGE-MAX-TOKENS"].outcome == "passed"  # judged as a valid answer
+
+
+def test_an_unstated_rule_case_is_judged_by_the_valid_request_rules() -> None:
+    body_in = req(max_tokens=1, stream_options={"include_usage": True})
+    case = _invalid(body_in, "cross:stream_options-without-stream")
+    body = completion_for(case)
+    body["usage"] = {"prompt_tokens": 2, "completion_tokens": 20, "total_tokens": 22}
+    findings = judge(NSCALE, body_exchange(case, body))
+    assert "USAGE-MAX-TOKENS" in failed(findings)
+    assert "max_tokens=1" in findings["USAGE-MAX-TOKENS"].message
+    assert "INVALID-REJECTED" not in findings
+
+
+def test_a_stated_rule_still_demands_rejection_under_both_specs() -> None:
+    case = _invalid(req(max_tokens="one"), "max_tokens:type")
+    for spec in (AIHUBMIX, NSCALE):
+        findings = judge(spec, body_exchange(case, completion_for(req())))
+        assert "INVALID-REJECTED" in failed(findings), spec.name
+        assert "cross" not in findings["INVALID-REJECTED"].message
+
+
+# -- a stream with no event at all ---------------------------------------------------------
+
+
+def _empty_stream(case: Case) -> Any:
+    exchange = stream_exchange(case, [], done=False)
+    exchange.body = b""
+    return exchange
+
+
+def test_a_stream_without_any_event_is_stream_done_s_alone() -> None:
+    case = req(stream=True, **USAGE)
+    got = failed(judge(AIHUBMIX, _empty_stream(case)))
+    assert "STREAM-DONE" in got
+    assert not got & {"STREAM-INDEXES", "STREAM-USAGE"}, got
+
+
+def test_a_stream_with_only_done_still_misses_its_choices_and_usage() -> None:
+    case = req(stream=True, **USAGE)
+    got = failed(judge(AIHUBMIX, stream_exchange(case, [])))
+    assert {"STREAM-INDEXES", "STREAM-USAGE"} <= got
+    assert "STREAM-DONE" not in got
+
+
+# -- unrequested usage beside a payload that is not a chunk --------------------------------
+
+
+def _with_null_event(case: Case, usage: Any) -> Any:
+    chunks = chunks_for(case)
+    for chunk in chunks:
+        chunk["usage"] = usage
+    return stream_exchange(case, [chunks[0], "null", *chunks[1:]])
+
+
+def test_unrequested_usage_is_seen_on_the_chunks_beside_a_null_event() -> None:
+    case = req(stream=True, prompt=["a", "b"])
+    zeroed = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    got = failed(judge(AIHUBMIX, _with_null_event(case, zeroed)))
+    assert {"STREAM-CHUNK-SCHEMA", "STREAM-USAGE-UNREQUESTED"} <= got
+    clean = failed(judge(AIHUBMIX, _with_null_event(case, None)))
+    assert "STREAM-CHUNK-SCHEMA" in clean and "STREAM-USAGE-UNREQUESTED" not in clean
+
+
+# -- echo judged when the only prompt is known ---------------------------------------------
+
+
+def test_echo_is_judged_on_the_only_prompt_even_with_a_wrong_index() -> None:
+    case = req(echo=True, max_tokens=1)
+    body = completion_for(case)
+    body["choices"][0]["index"] = -7
+    ok = failed(judge(AIHUBMIX, body_exchange(case, body)))
+    assert "CHOICES-INDEX" in ok and "ECHO-PREFIX" not in ok
+    body["choices"][0]["text"] = "string"
+    bad = judge(AIHUBMIX, body_exchange(case, body))
+    assert {"CHOICES-INDEX", "ECHO-PREFIX"} <= failed(bad)
+    assert "does not start with the prompt" in bad["ECHO-PREFIX"].message
+
+
+# -- a zeroed usage placeholder nobody asked for -------------------------------------------
+
+ZEROED = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+
+
+def _stream_with_usage(case: Case, usage: dict[str, int]) -> Any:
+    chunks = chunks_for(case)
+    for chunk in chunks:
+        chunk["usage"] = dict(usage) if not chunk["choices"] else chunk.get("usage", usage)
+    return stream_exchange(case, chunks)
+
+
+def test_an_unrequested_zeroed_usage_is_stream_usage_unrequested_s_alone() -> None:
+    case = req(stream=True)
+    got = failed(judge(AIHUBMIX, _stream_with_usage(case, ZEROED)))
+    assert "STREAM-USAGE-UNREQUESTED" in got
+    assert not got & {"USAGE-PROMPT-TOKENS", "USAGE-COMPLETION-TOKENS"}, got
+
+
+def test_a_requested_zero_usage_still_fails_the_counts() -> None:
+    case = req(stream=True, **USAGE)
+    chunks = chunks_for(case)
+    chunks[-1]["usage"] = dict(ZEROED)
+    findings = judge(AIHUBMIX, stream_exchange(case, chunks))
+    assert {"USAGE-PROMPT-TOKENS", "USAGE-COMPLETION-TOKENS"} <= failed(findings)
+    assert "prompt_tokens is 0" in findings["USAGE-PROMPT-TOKENS"].message
+
+
+def test_an_unrequested_usage_with_counts_is_still_counted() -> None:
+    case = req(stream=True)
+    wrong = {"prompt_tokens": 0, "completion_tokens": 4, "total_tokens": 4}
+    got = failed(judge(AIHUBMIX, _stream_with_usage(case, wrong)))
+    assert {"STREAM-USAGE-UNREQUESTED", "USAGE-PROMPT-TOKENS"} <= got
