@@ -7,6 +7,11 @@ so HTTP-STATUS-DECLARED judges the statuses below 500.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+from jsonschema.exceptions import ValidationError, best_match
+
 from conformance.checks.common import (
     answered,
     check_object,
@@ -15,7 +20,7 @@ from conformance.checks.common import (
     media_matches,
 )
 from conformance.requirements import Context, Level, Violation, requirement
-from conformance.spec import NULLED_FIELDS, Spec
+from conformance.spec import NULLED_FIELDS, Spec, describe
 
 MUST, SHOULD = Level.MUST, Level.SHOULD
 OPENAI = "OpenAI /v1/completions behaviour relied on by OpenAI clients"
@@ -24,6 +29,58 @@ NULL_FIELDS_ERRATUM = "null-response-fields"
 
 def _erratum(spec: Spec, rule_id: str) -> bool:
     return spec.uses(rule_id)  # an erratum or a policy (conformance/policies.py)
+
+
+Owned = Callable[[ValidationError], bool]
+
+
+def schema_problem(spec: Spec, kind: str, instance: Any, owned: Owned | None = None) -> str | None:
+    """The most relevant schema problem of ``instance``, leaving out the errors ``owned``
+    says a more specific requirement reports on the same answer (one defect, one finding)."""
+    validator = spec.validators[kind]
+    if validator is None:
+        return None
+    errors = [e for e in validator.iter_errors(instance) if owned is None or not owned(e)]
+    worst = best_match(errors)
+    return None if worst is None else describe(worst)
+
+
+def error_path(error: ValidationError) -> list[Any]:
+    """Where an error is, down to the missing property of a ``required`` error."""
+    path = list(error.absolute_path)
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [p for p in error.validator_value or () if p not in error.instance]
+        if len(missing) == 1:
+            path.append(missing[0])
+    return path
+
+
+def choice_field(error: ValidationError) -> str | None:
+    """The field of a choice an error is about (``choices[i].<field>``), or None."""
+    path = error_path(error)
+    if len(path) >= 3 and path[0] == "choices" and isinstance(path[1], int):
+        return str(path[2])
+    return None
+
+
+def finish_outside_enum(error: ValidationError) -> bool:
+    """A finish_reason string the schema rejects: FINISH-ENUM's (STREAM-FINISH-ENUM's)."""
+    return choice_field(error) == "finish_reason" and isinstance(error.instance, str)
+
+
+def _owned_in_completion(spec: Spec) -> Owned:
+    """Errors of a completion body that RESP-OBJECT, RESP-CHOICE-TEXT and FINISH-ENUM own."""
+    # Imported here to keep the registration order of the check modules (catalogue order).
+    from conformance.checks.semantics import finish_reasons
+
+    has_enum = bool(finish_reasons(spec))
+
+    def owned(error: ValidationError) -> bool:
+        if error_path(error) == ["object"] or choice_field(error) == "text":
+            return True
+        return has_enum and finish_outside_enum(error)
+
+    return owned
 
 
 @requirement(
@@ -99,7 +156,10 @@ def response_schema(ctx: Context) -> None:
     ex = ctx.exchange
     if ex.json_error:
         raise Violation(ex.json_error, path="body")
-    problem = ctx.spec.validate("response", ex.json)
+    # In a completion body, a wrong `object`, choice `text` or finish_reason outside the enum
+    # is the finding of the requirement named after it, not a second one here.
+    owned = _owned_in_completion(ctx.spec) if completion(ctx) else None
+    problem = schema_problem(ctx.spec, "response", ex.json, owned)
     if problem:
         raise Violation(problem)
 

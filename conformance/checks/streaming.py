@@ -35,6 +35,7 @@ from conformance.checks.logprobs import (
     check_values,
     requested_logprobs,
 )
+from conformance.checks.response import finish_outside_enum, schema_problem
 from conformance.checks.semantics import (
     check_finish_enum,
     declared_finish_reasons,
@@ -138,7 +139,9 @@ def stream_chunk_schema(ctx: Context) -> None:
             raise Violation(
                 f"event {payload.event}: {payload.problem}: {_excerpt(payload.data)}", path=where
             )
-        problem = ctx.spec.validate("chunk", payload.value)
+        # A finish_reason outside the declared enum is STREAM-FINISH-ENUM's finding.
+        owned = finish_outside_enum if _stream_finish_reasons(ctx) else None
+        problem = schema_problem(ctx.spec, "chunk", payload.value, owned)
         if problem:
             raise Violation(f"event {payload.event}: {problem}", path=where)
 
