@@ -146,3 +146,45 @@ def test_an_unrequested_usage_with_counts_is_still_counted() -> None:
     wrong = {"prompt_tokens": 0, "completion_tokens": 4, "total_tokens": 4}
     got = failed(judge(AIHUBMIX, _stream_with_usage(case, wrong)))
     assert {"STREAM-USAGE-UNREQUESTED", "USAGE-PROMPT-TOKENS"} <= got
+
+
+# -- prompt_tokens plausibility, both sides ------------------------------------------------
+
+
+def _counted(case: Case, prompt_tokens: int) -> dict[str, Any]:
+    body = completion_for(case)
+    done = body["usage"]["completion_tokens"]
+    body["usage"] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": done,
+        "total_tokens": prompt_tokens + done,
+    }
+    return judge(AIHUBMIX, body_exchange(case, body))
+
+
+LONG = "Count the apples in the basket, then the pears."  # 47 UTF-8 bytes
+
+
+def test_legal_prompt_counts_pass() -> None:
+    # BOS (llama.cpp, vLLM, TGI) and a dummy-prefix token on top of one token per byte.
+    assert "USAGE-PROMPT-TOKENS" not in failed(_counted(req(prompt="Say hi"), 6 + 2))
+    # A token-id prompt passed through as ids, with a BOS.
+    assert "USAGE-PROMPT-TOKENS" not in failed(_counted(req(prompt=[5, 6, 7]), 4))
+    # Echo returns the prompt; it is not counted twice.
+    echoed = req(prompt=LONG, echo=True, logprobs=1)
+    assert "USAGE-PROMPT-TOKENS" not in failed(_counted(echoed, 11))
+    # Fill in the middle: the suffix and three markers are evaluated with the prompt.
+    fim = req(prompt="def area(r):", suffix="\n    return result  # the area of a circle")
+    assert "USAGE-PROMPT-TOKENS" not in failed(_counted(fim, 24))
+
+
+def test_implausible_prompt_counts_fail() -> None:
+    for case, counted in (
+        (req(prompt="Say hi"), 0),  # a non-empty prompt counted as nothing
+        (req(prompt=LONG), 470),  # ten times the prompt's bytes
+        (req(prompt=[5, 6, 7, 8, 9]), 2),  # fewer than the ids sent
+        (req(prompt="def area(r):", suffix="x"), 40),  # a short suffix explains little
+    ):
+        findings = _counted(case, counted)
+        assert "USAGE-PROMPT-TOKENS" in failed(findings), (case.body, counted)
+        assert f"prompt_tokens is {counted}" in findings["USAGE-PROMPT-TOKENS"].message

@@ -36,7 +36,9 @@ from conformance.requirements import Context, Level, Violation, requirement
 
 MUST = Level.MUST
 USAGE_TEXT = "spec text: CompletionUsage"
-#: Special tokens a server may add around a prompt (BOS, EOS, separators).
+#: Special tokens a server may add around a prompt: BOS/EOS (llama.cpp's add_bos_token,
+#: vLLM's add_special_tokens for completions, TGI's BOS), a SentencePiece dummy-prefix
+#: token, and the three fill-in-the-middle markers of a suffix request.
 SPECIAL_TOKENS = 8
 
 
@@ -162,13 +164,28 @@ def _zeroed(usage: dict[str, Any]) -> bool:
     return all(c is None or (is_int(c) and c == 0) for c in counts)
 
 
-def _prompt_span(prompt: Any) -> tuple[int, int] | None:
-    """The fewest and most tokens a prompt can count, or None when unknown."""
+def _prompt_span(prompt: Any, suffix: str) -> tuple[int, int] | None:
+    """The fewest and most tokens a prompt (with the request's suffix) can count, or None.
+
+    Lower side: a non-empty text counts at least one token, a token-id prompt its ids
+    (servers pass ids through: vLLM, llama.cpp). Upper side: no tokenizer makes more
+    tokens than UTF-8 bytes (byte fallback is one token per byte), plus SPECIAL_TOKENS.
+    A suffix is part of what is counted: a fill-in-the-middle request is evaluated as
+    prefix + suffix + markers (Ollama renders the model's FIM template from the prompt and
+    the suffix: server/routes.go GenerateHandler, values.Prompt/values.Suffix; OpenAI's
+    insert mode bills the suffix as prompt). What is NOT widened for: a chat template or
+    system prompt wrapped around a plain prompt (Ollama's /v1/completions sends a
+    GenerateRequest without raw, openai/openai.go FromCompleteRequest): then the model
+    completed another prompt than the one sent, and this count is the client's only view
+    of it (tests/transcripts/ollama/nonstream-no-logprobs-key.json). Echo changes nothing:
+    it returns the prompt, it does not count it again.
+    """
+    extra = len(suffix.encode("utf-8"))
     if isinstance(prompt, str):
         size = len(prompt.encode("utf-8"))
-        return (1 if prompt else 0), size + SPECIAL_TOKENS
+        return (1 if prompt else 0), size + extra + SPECIAL_TOKENS
     if isinstance(prompt, list) and all(is_int(t) for t in prompt):
-        return len(prompt), len(prompt) + SPECIAL_TOKENS
+        return len(prompt), len(prompt) + extra + SPECIAL_TOKENS
     return None
 
 
@@ -178,8 +195,9 @@ def _prompt_span(prompt: Any) -> tuple[int, int] | None:
     area="semantics",
     statement="usage.prompt_tokens is plausible for the prompts sent (a non-empty prompt "
     "counts at least one token, a token-array prompt at least its length, no prompt more "
-    "than its UTF-8 bytes plus special tokens), and the same request counts the same prompt "
-    "tokens streamed and not; prompt_tokens_details parts are at most prompt_tokens.",
+    "than its UTF-8 bytes and its suffix's plus special tokens), and the same request "
+    "counts the same prompt tokens streamed and not; prompt_tokens_details parts are at "
+    "most prompt_tokens.",
     source=USAGE_TEXT + ".prompt_tokens (Number of tokens in the prompt)",
     evidence="spec-text",
     applies=_has_usage,
@@ -190,7 +208,8 @@ def usage_prompt_tokens(ctx: Context) -> None:
     if not is_int(counted):
         return  # USAGE-TOTAL / STREAM-USAGE report a count that is not an integer
     check_breakdown(usage, "prompt")
-    spans = [_prompt_span(p) for p in ctx.case.prompts]
+    suffix = ctx.case.body.get("suffix")
+    spans = [_prompt_span(p, suffix if isinstance(suffix, str) else "") for p in ctx.case.prompts]
     if all(s is not None for s in spans):
         low = sum(s[0] for s in spans if s)
         # Some servers count the prompt once per generated choice: allow n × best_of.
