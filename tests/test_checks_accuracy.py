@@ -188,3 +188,32 @@ def test_implausible_prompt_counts_fail() -> None:
         findings = _counted(case, counted)
         assert "USAGE-PROMPT-TOKENS" in failed(findings), (case.body, counted)
         assert f"prompt_tokens is {counted}" in findings["USAGE-PROMPT-TOKENS"].message
+
+
+# -- id: a unique identifier for the completion ---------------------------------------------
+
+
+def _answer(case: Case, cid: str) -> Any:
+    body = completion_for(case)
+    body["id"] = cid
+    return body_exchange(case, body)
+
+
+def test_the_answer_to_another_request_has_its_own_id() -> None:
+    first = req(temperature=0, seed=3)
+    probe = dataclasses.replace(
+        req(temperature=0, seed=3, stop=["zz"]), mode="probe", tags=frozenset({"probe:stop"})
+    )
+    fine = judge(AIHUBMIX, _answer(probe, "cmpl-2"), related=(_answer(first, "cmpl-1"),))
+    assert fine["RESP-ID"].outcome == "passed"
+    same = judge(AIHUBMIX, _answer(probe, "string"), related=(_answer(first, "string"),))
+    assert "RESP-ID" in failed(same)
+    assert "not a unique identifier" in same["RESP-ID"].message
+
+
+def test_the_same_request_served_again_may_keep_its_id() -> None:
+    case = req(temperature=0, seed=3)
+    twin = req(temperature=0, seed=3, stream=True)
+    streamed = stream_exchange(twin, [{**c, "id": "cmpl-1"} for c in chunks_for(twin)])
+    findings = judge(AIHUBMIX, _answer(case, "cmpl-1"), related=(streamed,))
+    assert findings["RESP-ID"].outcome == "passed"

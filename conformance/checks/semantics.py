@@ -27,7 +27,9 @@ from conformance.checks.views import (
     expected_choices,
     in_both_modes,
     labelled,
+    stream_view,
 )
+from conformance.exchange import Exchange
 from conformance.requirements import Context, Level, Unsupported, Violation, requirement
 from conformance.spec import Schema, Spec
 
@@ -121,13 +123,46 @@ def response_created(ctx: Context) -> None:
     "RESP-ID",
     level=MUST,
     area="semantics",
-    statement="`id` is a non-empty string.",
+    statement="`id` is a non-empty string, and not the id of another completion the run "
+    "compares it with (the answer to a different request).",
     source="spec: CreateCompletionResponse.id (A unique identifier for the completion)",
     evidence="spec-text",
     applies=completion,
 )
 def response_id(ctx: Context) -> None:
-    check_id(ctx.exchange.json)
+    body = ctx.exchange.json
+    check_id(body)
+    for other in ctx.related:
+        # The same request served again (a cache, the stream twin) may be the same
+        # completion; only the answer to a different request must have its own id.
+        if _same_request(other.case.body, ctx.case.body):
+            continue
+        if completion_id(other) == body["id"]:
+            raise Violation(
+                f"id {body['id']!r} is also the id of the answer to another request "
+                f"({other.case.label or 'a related request'}): not a unique identifier",
+                path="id",
+                actual=body["id"],
+            )
+
+
+def _same_request(one: dict[str, Any], two: dict[str, Any]) -> bool:
+    ignored = ("stream", "stream_options")
+    return {k: v for k, v in one.items() if k not in ignored} == {
+        k: v for k, v in two.items() if k not in ignored
+    }
+
+
+def completion_id(exchange: Exchange) -> str | None:
+    """The id of a 200 answer: its body's, or its first chunk's; None if it has none."""
+    if exchange.status != 200:
+        return None
+    if exchange.case.stream:
+        chunks = stream_view(exchange).chunks
+        value = chunks[0][1].get("id") if chunks else None
+    else:
+        value = exchange.json.get("id") if isinstance(exchange.json, dict) else None
+    return value if isinstance(value, str) and value.strip() else None
 
 
 @requirement(
