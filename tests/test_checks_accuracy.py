@@ -217,3 +217,23 @@ def test_the_same_request_served_again_may_keep_its_id() -> None:
     streamed = stream_exchange(twin, [{**c, "id": "cmpl-1"} for c in chunks_for(twin)])
     findings = judge(AIHUBMIX, _answer(case, "cmpl-1"), related=(streamed,))
     assert findings["RESP-ID"].outcome == "passed"
+
+
+# -- data-only server-sent events ---------------------------------------------------------
+
+
+def _typed(case: Case, kind: str | None, **fields: Any) -> Any:
+    exchange = stream_exchange(case, chunks_for(case))
+    assert exchange.events is not None
+    exchange.events = [dataclasses.replace(e, event=kind, **fields) for e in exchange.events]
+    return exchange
+
+
+def test_a_typed_event_breaks_the_data_only_stream() -> None:
+    case = req(stream=True)
+    findings = judge(AIHUBMIX, _typed(case, "completion"))
+    assert failed(findings) == {"STREAM-DATA-ONLY"}
+    assert "'completion'" in findings["STREAM-DATA-ONLY"].message
+    # The default type, and id/retry fields, change nothing for a client.
+    for legal in (_typed(case, "message"), _typed(case, None, id="7", retry=1000)):
+        assert judge(AIHUBMIX, legal)["STREAM-DATA-ONLY"].outcome == "passed"

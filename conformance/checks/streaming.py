@@ -121,6 +121,31 @@ def stream_framing(ctx: Context) -> None:
 
 
 @requirement(
+    "STREAM-DATA-ONLY",
+    level=SHOULD,
+    area="streaming",
+    statement="The stream is data-only: no event carries an `event:` type (the default "
+    '"message" aside; `id:`, `retry:` and comment lines change nothing for clients).',
+    source=STREAM_TEXT + " (data-only server-sent events); openai-python hands a typed "
+    "event it special-cases (`thread.*`) to users as {data, event} instead of the chunk",
+    # Stated in the spec's text, but today's clients read most typed events as data:
+    # a rule stated loosely, hence SHOULD.
+    evidence="spec-text",
+    scope=STREAM_SCOPE,
+    applies=framed,
+)
+def stream_data_only(ctx: Context) -> None:
+    for n, event in enumerate(ctx.exchange.events or []):
+        if event.event is not None and event.event != "message":
+            raise Violation(
+                f"event {n} has the type {event.event!r}: the stream is to be data-only "
+                "server-sent events",
+                path=f"event[{n}]",
+                actual=event.event,
+            )
+
+
+@requirement(
     "STREAM-CHUNK-SCHEMA",
     level=MUST,
     area="streaming",

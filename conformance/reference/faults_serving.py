@@ -204,6 +204,15 @@ def _single_newline(framing: Framing) -> Framing:
     return replace(framing, end="")
 
 
+@fault(
+    "stream-event-type",
+    'Every event carries a type line ("event: completion"): not data-only.',
+    "framing",
+)
+def _event_type(framing: Framing) -> Framing:
+    return replace(framing, before=(*framing.before, "event: completion"))
+
+
 @fault("stream-content-type-json", "The event stream is served as application/json.", "head")
 def _stream_as_json(head: Head) -> Head:
     return replace(head, media_type="application/json") if head.streamed else head
