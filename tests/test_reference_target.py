@@ -913,6 +913,7 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
         max(len(b) for b in p.asgi_body({"prompt": LONG, "stream": True})[0]) <= 3
     ),
     "sse-retry-lines": lambda p: "retry: 1000" in p.stream(),
+    "stream-event-type": lambda p: "event: completion" in p.stream(),
     "finish-on-empty-chunk": lambda p: any(
         c["choices"][0]["text"] == ""
         for c in _content(p.chunks())
