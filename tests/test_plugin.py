@@ -39,7 +39,7 @@ def test_external_target_with_a_fault_fails_naming_the_requirement(
     url = targets.get("aihubmix", "empty-id").server.url
     result = run_suite(pytester, *target_args(url), "--report-dir", str(tmp_path))
     assert result.ret == 1
-    assert "RESP-ID [MUST] `id` is a non-empty string." in result.stdout.str()
+    assert "RESP-ID [MUST] `id` is a non-empty string" in result.stdout.str()
     suite = ET.parse(tmp_path / "junit.xml").getroot()
     failed = [
         case.get("name") for case in suite.iter("testcase") if case.find("failure") is not None
