@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.checks.common import completion, declares, is_int, is_number
-from conformance.checks.views import Labelled, labelled
+from conformance.checks.views import Labelled, assemble, by_index, labelled, stream_view
 from conformance.requirements import Context, Level, Violation, requirement
 
 MUST, SHOULD = Level.MUST, Level.SHOULD
@@ -69,11 +69,15 @@ def _has_logprobs(ctx: Context) -> bool:
 
 
 def check_presence(ctx: Context, choices: Labelled) -> None:
-    """A logprobs object on every choice when requested (>= 1), on none when not."""
+    """A logprobs object on every choice when requested (0 included), on none when not.
+
+    ``logprobs: 0`` asks for the sampled tokens' logprobs and no alternatives: the spec
+    text says the chosen tokens are always included, so 0 is a request, not "off".
+    """
     wanted = requested_logprobs(ctx.case.body)
     for name, choice in choices:
         has = isinstance(choice.get("logprobs"), dict)
-        if wanted and not has:
+        if wanted is not None and not has:
             raise Violation(
                 f"logprobs={wanted} requested but {name}.logprobs is {choice.get('logprobs')!r}",
                 path=f"{path_of(name)}.logprobs",
@@ -172,8 +176,58 @@ def check_top_count(ctx: Context, choices: Labelled) -> None:
                 )
 
 
+def _offset_bound(ctx: Context, text: str) -> int | None:
+    """The largest offset a choice's text_offset may hold, in UTF-8 bytes (which bound
+    characters): the returned text with echo; without echo the prompt and the text, since
+    servers count either from the completion (vLLM) or from the prompt (OpenAI)."""
+    size = len(text.encode("utf-8"))
+    if echoed(ctx):
+        return size
+    prompts = ctx.case.prompts
+    if not all(isinstance(p, str) for p in prompts):
+        return None  # a token-array prompt has no character length
+    return size + max(len(p.encode("utf-8")) for p in prompts)
+
+
+def text_tokens(choice: dict[str, Any], lp: dict[str, Any]) -> list[str] | None:
+    """The logprobs tokens that should spell the choice's text: all strings, no byte-fallback
+    token (``bytes:...``), a final end-of-text token the text does not show left out; None
+    when the text or the tokens cannot be compared."""
+    tokens, text = arrays(lp).get("tokens"), choice.get("text")
+    if not isinstance(text, str) or tokens is None:
+        return None  # RESP-CHOICE-TEXT / LOGPROBS-SHAPE report these
+    if not all(isinstance(t, str) for t in tokens) or any(t.startswith("bytes:") for t in tokens):
+        return None
+    return tokens[:-1] if unrendered_end(choice, tokens) else tokens
+
+
+def spelled_tokens(choice: dict[str, Any], lp: dict[str, Any]) -> list[str] | None:
+    """The tokens when they spell the choice's text exactly, else None: only then does
+    each token's length say where the next one starts."""
+    tokens = text_tokens(choice, lp)
+    return tokens if tokens is not None and "".join(tokens) == choice["text"] else None
+
+
+def _check_advance(name: str, offsets: list[Any], tokens: list[str]) -> None:
+    """Each offset is the previous one plus the previous token's length (characters, or
+    UTF-8 bytes for servers that count bytes)."""
+    where = f"{path_of(name)}.logprobs.text_offset"
+    for j in range(1, min(len(offsets), len(tokens))):
+        step, token = offsets[j] - offsets[j - 1], tokens[j - 1]
+        if step not in (len(token), len(token.encode("utf-8"))):
+            raise Violation(
+                f"{where}[{j}] is {offsets[j]}, but token {j - 1} ({token!r}) starts at "
+                f"{offsets[j - 1]} and is {len(token)} characters long: the offsets do not "
+                "follow the text",
+                path=f"{where}[{j}]",
+                expected=offsets[j - 1] + len(token),
+                actual=offsets[j],
+            )
+
+
 def check_offsets(ctx: Context, choices: Labelled) -> None:
-    """text_offset holds non-negative integers, non-decreasing; with echo, inside the text."""
+    """text_offset holds non-negative integers, non-decreasing, inside the prompt and the
+    text, each advancing by its token's length where the tokens spell the text."""
     for name, choice, lp in logprobs_objects(choices):
         offsets = arrays(lp).get("text_offset", [])
         where = f"{path_of(name)}.logprobs.text_offset"
@@ -191,16 +245,23 @@ def check_offsets(ctx: Context, choices: Labelled) -> None:
                     actual=offset,
                 )
         text = choice.get("text")
-        if echoed(ctx) and isinstance(text, str) and offsets:
-            # With echo the offsets index the returned text (bytes bound characters).
-            size = len(text.encode("utf-8"))
-            if offsets[-1] > size:
-                raise Violation(
-                    f"{where} reaches {offsets[-1]}, past the end of the returned text "
-                    f"({size} bytes): with echo the logprobs must describe the text returned",
-                    path=f"{where}[{len(offsets) - 1}]",
-                    actual=offsets[-1],
-                )
+        bound = _offset_bound(ctx, text) if isinstance(text, str) and offsets else None
+        if bound is not None and offsets[-1] > bound:
+            what = "returned text" if echoed(ctx) else "prompt and the returned text"
+            raise Violation(
+                f"{where} reaches {offsets[-1]}, past the end of the {what} ({bound} bytes)"
+                + (
+                    ": with echo the logprobs must describe the text returned"
+                    if echoed(ctx)
+                    else ""
+                ),
+                path=f"{where}[{len(offsets) - 1}]",
+                expected=bound,
+                actual=offsets[-1],
+            )
+        tokens = spelled_tokens(choice, lp)
+        if tokens is not None:
+            _check_advance(name, offsets, tokens)
 
 
 def _with_logprobs(ctx: Context) -> Labelled:
@@ -211,12 +272,13 @@ def _with_logprobs(ctx: Context) -> Labelled:
     "LOGPROBS-PRESENCE",
     level=MUST,
     area="semantics",
-    statement="Each choice carries a logprobs object when logprobs >= 1 is requested, and "
-    "none (null or absent) when logprobs is not requested.",
-    source=SPEC_TEXT,
+    statement="Each choice carries a logprobs object when logprobs is requested (0 too: the "
+    "sampled tokens' logprobs), and none (null or absent) when logprobs is not requested.",
+    source=SPEC_TEXT + " (as well the chosen tokens; the API will always return the logprob "
+    "of the sampled token)",
     evidence="spec-text",
     scope=LOGPROBS_SCOPE,
-    applies=lambda ctx: completion(ctx) and requested_logprobs(ctx.case.body) != 0,
+    applies=completion,
 )
 def logprobs_presence(ctx: Context) -> None:
     check_presence(ctx, _with_logprobs(ctx))
@@ -271,8 +333,9 @@ def logprobs_top_count(ctx: Context) -> None:
     "LOGPROBS-OFFSETS",
     level=MUST,
     area="semantics",
-    statement="text_offset holds non-negative, non-decreasing character offsets; with echo "
-    "they lie within the returned text.",
+    statement="text_offset holds non-negative, non-decreasing character offsets within the "
+    "prompt and the returned text (with echo: the returned text); where the tokens spell the "
+    "text, each offset advances by the previous token's length.",
     source="logprobs.text_offset; lm-evaluation-harness and similar clients slice the text "
     "by these offsets",
     evidence="client-visible",
@@ -288,24 +351,36 @@ def logprobs_offsets(ctx: Context) -> None:
     level=SHOULD,
     area="semantics",
     statement="The logprobs tokens joined reproduce the choice's text (with echo: the prompt "
-    "and the completion).",
+    "and the completion); streamed, each chunk's tokens reproduce that chunk's text.",
     source="OpenAI behaviour (byte-fallback tokens `bytes:...` and a final end-of-text token "
     "excepted)",
     evidence="server-habit",
     scope=LOGPROBS_SCOPE,
-    applies=_has_logprobs,
+    applies=lambda ctx: (
+        _has_logprobs(ctx) or (by_index(ctx) and requested_logprobs(ctx.case.body) is not None)
+    ),
 )
 def logprobs_tokens_text(ctx: Context) -> None:
-    for name, choice, lp in logprobs_objects(_with_logprobs(ctx)):
-        tokens, text = arrays(lp).get("tokens"), choice.get("text")
-        if not isinstance(text, str) or tokens is None:
-            continue  # RESP-CHOICE-TEXT / LOGPROBS-SHAPE report these
-        if not all(isinstance(t, str) for t in tokens) or any(
-            t.startswith("bytes:") for t in tokens
-        ):
+    if ctx.exchange.events is None:
+        check_tokens_text(_with_logprobs(ctx))
+        return
+    stream = stream_view(ctx.exchange)
+    # Per chunk, and only where the assembled tokens spell the assembled text: a stream
+    # whose tokens do not (byte fallback, rendering) says nothing about one chunk.
+    spelled = {
+        c["index"]
+        for _, c in assemble(stream)
+        if isinstance(c["logprobs"], dict) and spelled_tokens(c, c["logprobs"]) is not None
+    }
+    check_tokens_text([(name, p) for _, name, p in stream.pieces if p.get("index") in spelled])
+
+
+def check_tokens_text(choices: Labelled) -> None:
+    """Each choice's logprobs tokens join to its text (byte-fallback tokens excepted)."""
+    for name, choice, lp in logprobs_objects(choices):
+        tokens, text = text_tokens(choice, lp), choice.get("text")
+        if tokens is None or not isinstance(text, str):
             continue
-        if unrendered_end(choice, tokens):
-            tokens = tokens[:-1]
         joined = "".join(tokens)
         if joined != text:
             raise Violation(
