@@ -149,6 +149,19 @@ def test_chunks_are_not_judged_when_the_whole_stream_does_not_spell_its_text() -
     assert "LOGPROBS-TOKENS-TEXT" not in failed(data)
 
 
+# -- top_logprobs keyed by text: collided byte fragments are not missing candidates -----
+
+
+def test_fewer_alternatives_pass_only_where_a_u_fffd_key_explains_them() -> None:
+    data = shape("sglang/guard-top-logprobs-collapsed-replacement-char")
+    assert failed(data) == set()
+    body = json.loads(data["response"]["body"])
+    top = body["choices"][0]["logprobs"]["top_logprobs"][1]
+    top[" and"] = top.pop("\ufffd")  # the same count, but nothing collided
+    data["response"]["body"] = json.dumps(body)
+    assert failed(data) == {"LOGPROBS-TOP-COUNT"}
+
+
 # -- the measurement tool ----------------------------------------------------------------
 
 
