@@ -109,20 +109,29 @@ def test_offsets_counted_in_utf8_bytes_pass() -> None:
     assert failed(data) == set()
 
 
-def test_offsets_past_prompt_and_text_fail_without_echo(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_offsets_spanning_more_than_the_text_fail_without_echo(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     data = shape("vllm/bug-text-offset-beyond-text")
     assert failed(data) == {"LOGPROBS-OFFSETS", "LOGPROBS-TOKENS-TEXT"}
-    assert (
-        "past the end of the prompt and the returned text"
-        in (transcript.judge(data)["LOGPROBS-OFFSETS"])
-    )
+    assert "more than the 14 bytes" in transcript.judge(data)["LOGPROBS-OFFSETS"]
     fixed = copy.deepcopy(data)
     body = json.loads(fixed["response"]["body"])
     body["choices"][0]["logprobs"]["text_offset"] = [0, 6, 7]
     fixed["response"]["body"] = json.dumps(body)
     assert failed(fixed) == {"LOGPROBS-TOKENS-TEXT"}  # the token_id:N tokens stay a SHOULD
-    monkeypatch.setattr(logprobs, "_offset_bound", lambda *a: None)
+    monkeypatch.setattr(logprobs, "_check_span", lambda *a: None)
     assert "LOGPROBS-OFFSETS" not in failed(data)
+
+
+def test_offsets_counted_from_the_detokenized_prompt_pass_whatever_their_origin() -> None:
+    data = transcript.load(CORPUS / "llama-cpp-python" / "eot-in-logprobs-stop-at-max-tokens.json")
+    assert failed(data) == set()
+    body = json.loads(data["response"]["body"])
+    lp = body["choices"][0]["logprobs"]
+    lp["text_offset"] = [o + 1 for o in lp["text_offset"]]  # " Say hi": one more character
+    data["response"]["body"] = json.dumps(body)
+    assert failed(data) == set()
 
 
 # -- streamed: each chunk's tokens spell that chunk's text -------------------------------
