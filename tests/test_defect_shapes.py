@@ -150,6 +150,24 @@ def test_a_token_in_the_wrong_chunk_fails_tokens_text_and_the_right_chunk_passes
     assert failed(fixed) == set()
 
 
+def test_an_end_of_text_token_in_its_own_chunk_before_the_finish_passes() -> None:
+    data = shape("fms-guardrails/bug-stream-logprobs-off-by-one")
+    chunks = chunks_of(data)
+    first, second = chunks[0]["choices"][0], chunks[1]["choices"][0]
+    first["logprobs"] = {k: v[:4] for k, v in first["logprobs"].items()}  # " I'm glad."
+    second["logprobs"] = {
+        "tokens": [" How", "</s>"],
+        "token_logprobs": [-0.5, -0.1],
+        "top_logprobs": [{" How": -0.5}, {"</s>": -0.1}],
+        "text_offset": [19, 23],
+    }
+    second["finish_reason"] = None
+    finish = {**chunks[1], "choices": [{"index": 0, "text": "", "logprobs": None}]}
+    finish["choices"][0]["finish_reason"] = "stop"
+    data["response"]["body"] = sse([chunks[0], chunks[1], finish])
+    assert failed(data) == set()
+
+
 def test_chunks_are_not_judged_when_the_whole_stream_does_not_spell_its_text() -> None:
     data = shape("fms-guardrails/bug-stream-logprobs-off-by-one")
     chunks = chunks_of(data)

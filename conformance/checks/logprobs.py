@@ -250,7 +250,7 @@ def _check_advance(name: str, offsets: list[Any], tokens: list[str]) -> None:
 
 
 def check_offsets(ctx: Context, choices: Labelled) -> None:
-    """text_offset holds non-negative integers, non-decreasing, inside the prompt and the
+    """text_offset holds non-negative integers, non-decreasing, spanning no more than the
     text, each advancing by its token's length where the tokens spell the text."""
     for name, choice, lp in logprobs_objects(choices):
         offsets = arrays(lp).get("text_offset", [])
@@ -375,16 +375,37 @@ def logprobs_offsets(ctx: Context) -> None:
 def logprobs_tokens_text(ctx: Context) -> None:
     if ctx.exchange.events is None:
         check_tokens_text(_with_logprobs(ctx))
-        return
+    else:
+        check_chunk_tokens_text(ctx)
+
+
+def check_chunk_tokens_text(ctx: Context) -> None:
+    """Streamed: each chunk's tokens spell that chunk's text.
+
+    Judged only for a choice whose assembled tokens spell its assembled text (a stream whose
+    tokens do not, by byte fallback or rendering, says nothing about one chunk); a final
+    end-of-text token the text does not show is left out wherever its chunk falls.
+    """
     stream = stream_view(ctx.exchange)
-    # Per chunk, and only where the assembled tokens spell the assembled text: a stream
-    # whose tokens do not (byte fallback, rendering) says nothing about one chunk.
-    spelled = {
-        c["index"]
-        for _, c in assemble(stream)
-        if isinstance(c["logprobs"], dict) and spelled_tokens(c, c["logprobs"]) is not None
-    }
-    check_tokens_text([(name, p) for _, name, p in stream.pieces if p.get("index") in spelled])
+    spelled: dict[int, int] = {}  # choice index -> how many of its tokens spell its text
+    for _, choice in assemble(stream):
+        tokens = spelled_tokens(choice, choice["logprobs"]) if choice["logprobs"] else None
+        if tokens is not None:
+            spelled[choice["index"]] = len(tokens)
+    seen = dict.fromkeys(spelled, 0)
+    for _, name, piece in stream.pieces:
+        index, lp, text = piece.get("index"), piece.get("logprobs"), piece.get("text")
+        if index not in spelled or not isinstance(lp, dict) or not isinstance(text, str):
+            continue
+        tokens = arrays(lp).get("tokens", [])
+        keep = max(0, min(len(tokens), spelled[index] - seen[index]))
+        seen[index] += len(tokens)
+        joined = "".join(tokens[:keep])
+        if joined != text:
+            raise Violation(
+                f"{name}: tokens join to {joined[:60]!r}, the chunk's text is {text[:60]!r}",
+                path=f"{name}.logprobs.tokens",
+            )
 
 
 def check_tokens_text(choices: Labelled) -> None:
