@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.checks.common import completion, declares, is_int, is_number
-from conformance.checks.views import Labelled, labelled
+from conformance.checks.views import Labelled, assemble, by_index, labelled, stream_view
 from conformance.requirements import Context, Level, Violation, requirement
 
 MUST, SHOULD = Level.MUST, Level.SHOULD
@@ -69,11 +69,15 @@ def _has_logprobs(ctx: Context) -> bool:
 
 
 def check_presence(ctx: Context, choices: Labelled) -> None:
-    """A logprobs object on every choice when requested (>= 1), on none when not."""
+    """A logprobs object on every choice when requested (0 included), on none when not.
+
+    ``logprobs: 0`` asks for the sampled tokens' logprobs and no alternatives: the spec
+    text says the chosen tokens are always included, so 0 is a request, not "off".
+    """
     wanted = requested_logprobs(ctx.case.body)
     for name, choice in choices:
         has = isinstance(choice.get("logprobs"), dict)
-        if wanted and not has:
+        if wanted is not None and not has:
             raise Violation(
                 f"logprobs={wanted} requested but {name}.logprobs is {choice.get('logprobs')!r}",
                 path=f"{path_of(name)}.logprobs",
@@ -132,8 +136,18 @@ def check_values(ctx: Context, choices: Labelled) -> None:
                     )
 
 
+#: What servers render a byte-fragment token as; several such candidates share that key.
+REPLACEMENT = "\ufffd"
+
+
 def check_top_count(ctx: Context, choices: Labelled) -> None:
-    """Each position has a top_logprobs object of logprobs to logprobs + 1 tokens."""
+    """Each position has a top_logprobs object of logprobs to logprobs + 1 tokens.
+
+    top_logprobs is keyed by token text, so candidates that decode to the same text
+    (byte fragments all rendered as U+FFFD) collapse into one key: at a position with such
+    a key fewer than ``logprobs`` entries is the schema's limit, not a missing candidate
+    (SGLang #32290). OpenAI avoids it with ``bytes:`` keys.
+    """
     k = requested_logprobs(ctx.case.body) or 0
     for name, _, lp in logprobs_objects(choices):
         got = arrays(lp)
@@ -162,7 +176,7 @@ def check_top_count(ctx: Context, choices: Labelled) -> None:
                     expected=k + 1,
                     actual=len(top),
                 )
-            if len(top) < k:
+            if len(top) < k and not any(REPLACEMENT in str(t) for t in top):
                 raise Violation(
                     f"{name}.logprobs.top_logprobs[{j}] has {len(top)} entries: logprobs={k} "
                     f"promises the {k} most likely tokens at every position",
@@ -172,8 +186,72 @@ def check_top_count(ctx: Context, choices: Labelled) -> None:
                 )
 
 
+def _check_span(ctx: Context, name: str, offsets: list[int], text: str) -> None:
+    """The offsets stay inside the text they describe (UTF-8 bytes bound characters).
+
+    With echo they index the returned text from 0. Without echo servers count from the
+    completion (vLLM) or from the prompt as they detokenize it (OpenAI, llama-cpp-python),
+    so the origin is unknown: the offsets may span at most the returned text.
+    """
+    where = f"{path_of(name)}.logprobs.text_offset"
+    size, last = len(text.encode("utf-8")), len(offsets) - 1
+    if echoed(ctx) and offsets[-1] > size:
+        raise Violation(
+            f"{where} reaches {offsets[-1]}, past the end of the returned text ({size} bytes): "
+            "with echo the logprobs must describe the text returned",
+            path=f"{where}[{last}]",
+            expected=size,
+            actual=offsets[-1],
+        )
+    if offsets[-1] - offsets[0] > size:
+        raise Violation(
+            f"{where} spans {offsets[0]}..{offsets[-1]}, more than the {size} bytes of the "
+            "returned text: an offset points past its end",
+            path=f"{where}[{last}]",
+            expected=offsets[0] + size,
+            actual=offsets[-1],
+        )
+
+
+def text_tokens(choice: dict[str, Any], lp: dict[str, Any]) -> list[str] | None:
+    """The logprobs tokens that should spell the choice's text: all strings, no byte-fallback
+    token (``bytes:...``), a final end-of-text token the text does not show left out; None
+    when the text or the tokens cannot be compared."""
+    tokens, text = arrays(lp).get("tokens"), choice.get("text")
+    if not isinstance(text, str) or tokens is None:
+        return None  # RESP-CHOICE-TEXT / LOGPROBS-SHAPE report these
+    if not all(isinstance(t, str) for t in tokens) or any(t.startswith("bytes:") for t in tokens):
+        return None
+    return tokens[:-1] if unrendered_end(choice, tokens) else tokens
+
+
+def spelled_tokens(choice: dict[str, Any], lp: dict[str, Any]) -> list[str] | None:
+    """The tokens when they spell the choice's text exactly, else None: only then does
+    each token's length say where the next one starts."""
+    tokens = text_tokens(choice, lp)
+    return tokens if tokens is not None and "".join(tokens) == choice["text"] else None
+
+
+def _check_advance(name: str, offsets: list[Any], tokens: list[str]) -> None:
+    """Each offset is the previous one plus the previous token's length (characters, or
+    UTF-8 bytes for servers that count bytes)."""
+    where = f"{path_of(name)}.logprobs.text_offset"
+    for j in range(1, min(len(offsets), len(tokens))):
+        step, token = offsets[j] - offsets[j - 1], tokens[j - 1]
+        if step not in (len(token), len(token.encode("utf-8"))):
+            raise Violation(
+                f"{where}[{j}] is {offsets[j]}, but token {j - 1} ({token!r}) starts at "
+                f"{offsets[j - 1]} and is {len(token)} characters long: the offsets do not "
+                "follow the text",
+                path=f"{where}[{j}]",
+                expected=offsets[j - 1] + len(token),
+                actual=offsets[j],
+            )
+
+
 def check_offsets(ctx: Context, choices: Labelled) -> None:
-    """text_offset holds non-negative integers, non-decreasing; with echo, inside the text."""
+    """text_offset holds non-negative integers, non-decreasing, spanning no more than the
+    text, each advancing by its token's length where the tokens spell the text."""
     for name, choice, lp in logprobs_objects(choices):
         offsets = arrays(lp).get("text_offset", [])
         where = f"{path_of(name)}.logprobs.text_offset"
@@ -191,16 +269,11 @@ def check_offsets(ctx: Context, choices: Labelled) -> None:
                     actual=offset,
                 )
         text = choice.get("text")
-        if echoed(ctx) and isinstance(text, str) and offsets:
-            # With echo the offsets index the returned text (bytes bound characters).
-            size = len(text.encode("utf-8"))
-            if offsets[-1] > size:
-                raise Violation(
-                    f"{where} reaches {offsets[-1]}, past the end of the returned text "
-                    f"({size} bytes): with echo the logprobs must describe the text returned",
-                    path=f"{where}[{len(offsets) - 1}]",
-                    actual=offsets[-1],
-                )
+        if isinstance(text, str) and offsets:
+            _check_span(ctx, name, offsets, text)
+        tokens = spelled_tokens(choice, lp)
+        if tokens is not None:
+            _check_advance(name, offsets, tokens)
 
 
 def _with_logprobs(ctx: Context) -> Labelled:
@@ -211,12 +284,13 @@ def _with_logprobs(ctx: Context) -> Labelled:
     "LOGPROBS-PRESENCE",
     level=MUST,
     area="semantics",
-    statement="Each choice carries a logprobs object when logprobs >= 1 is requested, and "
-    "none (null or absent) when logprobs is not requested.",
-    source=SPEC_TEXT,
+    statement="Each choice carries a logprobs object when logprobs is requested (0 too: the "
+    "sampled tokens' logprobs), and none (null or absent) when logprobs is not requested.",
+    source=SPEC_TEXT + " (as well the chosen tokens; the API will always return the logprob "
+    "of the sampled token)",
     evidence="spec-text",
     scope=LOGPROBS_SCOPE,
-    applies=lambda ctx: completion(ctx) and requested_logprobs(ctx.case.body) != 0,
+    applies=completion,
 )
 def logprobs_presence(ctx: Context) -> None:
     check_presence(ctx, _with_logprobs(ctx))
@@ -256,7 +330,7 @@ def logprobs_values(ctx: Context) -> None:
     level=MUST,
     area="semantics",
     statement="At every position top_logprobs is an object of at least logprobs and at most "
-    "logprobs + 1 tokens.",
+    "logprobs + 1 tokens (fewer where byte-fragment candidates share the key U+FFFD).",
     source=SPEC_TEXT + " (the API will return a list of the `logprobs` most likely tokens; "
     "up to logprobs+1 elements)",
     evidence="spec-text",
@@ -271,8 +345,9 @@ def logprobs_top_count(ctx: Context) -> None:
     "LOGPROBS-OFFSETS",
     level=MUST,
     area="semantics",
-    statement="text_offset holds non-negative, non-decreasing character offsets; with echo "
-    "they lie within the returned text.",
+    statement="text_offset holds non-negative, non-decreasing character offsets that span no "
+    "more than the returned text (with echo: lie within it); where the tokens spell the "
+    "text, each offset advances by the previous token's length.",
     source="logprobs.text_offset; lm-evaluation-harness and similar clients slice the text "
     "by these offsets",
     evidence="client-visible",
@@ -288,24 +363,57 @@ def logprobs_offsets(ctx: Context) -> None:
     level=SHOULD,
     area="semantics",
     statement="The logprobs tokens joined reproduce the choice's text (with echo: the prompt "
-    "and the completion).",
+    "and the completion); streamed, each chunk's tokens reproduce that chunk's text.",
     source="OpenAI behaviour (byte-fallback tokens `bytes:...` and a final end-of-text token "
     "excepted)",
     evidence="server-habit",
     scope=LOGPROBS_SCOPE,
-    applies=_has_logprobs,
+    applies=lambda ctx: (
+        _has_logprobs(ctx) or (by_index(ctx) and requested_logprobs(ctx.case.body) is not None)
+    ),
 )
 def logprobs_tokens_text(ctx: Context) -> None:
-    for name, choice, lp in logprobs_objects(_with_logprobs(ctx)):
-        tokens, text = arrays(lp).get("tokens"), choice.get("text")
-        if not isinstance(text, str) or tokens is None:
-            continue  # RESP-CHOICE-TEXT / LOGPROBS-SHAPE report these
-        if not all(isinstance(t, str) for t in tokens) or any(
-            t.startswith("bytes:") for t in tokens
-        ):
+    if ctx.exchange.events is None:
+        check_tokens_text(_with_logprobs(ctx))
+    else:
+        check_chunk_tokens_text(ctx)
+
+
+def check_chunk_tokens_text(ctx: Context) -> None:
+    """Streamed: each chunk's tokens spell that chunk's text.
+
+    Judged only for a choice whose assembled tokens spell its assembled text (a stream whose
+    tokens do not, by byte fallback or rendering, says nothing about one chunk); a final
+    end-of-text token the text does not show is left out wherever its chunk falls.
+    """
+    stream = stream_view(ctx.exchange)
+    spelled: dict[int, int] = {}  # choice index -> how many of its tokens spell its text
+    for _, choice in assemble(stream):
+        tokens = spelled_tokens(choice, choice["logprobs"]) if choice["logprobs"] else None
+        if tokens is not None:
+            spelled[choice["index"]] = len(tokens)
+    seen = dict.fromkeys(spelled, 0)
+    for _, name, piece in stream.pieces:
+        index, lp, text = piece.get("index"), piece.get("logprobs"), piece.get("text")
+        if index not in spelled or not isinstance(lp, dict) or not isinstance(text, str):
             continue
-        if unrendered_end(choice, tokens):
-            tokens = tokens[:-1]
+        tokens = arrays(lp).get("tokens", [])
+        keep = max(0, min(len(tokens), spelled[index] - seen[index]))
+        seen[index] += len(tokens)
+        joined = "".join(tokens[:keep])
+        if joined != text:
+            raise Violation(
+                f"{name}: tokens join to {joined[:60]!r}, the chunk's text is {text[:60]!r}",
+                path=f"{name}.logprobs.tokens",
+            )
+
+
+def check_tokens_text(choices: Labelled) -> None:
+    """Each choice's logprobs tokens join to its text (byte-fallback tokens excepted)."""
+    for name, choice, lp in logprobs_objects(choices):
+        tokens, text = text_tokens(choice, lp), choice.get("text")
+        if tokens is None or not isinstance(text, str):
+            continue
         joined = "".join(tokens)
         if joined != text:
             raise Violation(

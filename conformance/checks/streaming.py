@@ -407,13 +407,14 @@ def stream_usage_unrequested(ctx: Context) -> None:
     "STREAM-LOGPROBS",
     level=MUST,
     area="streaming",
-    statement="With logprobs >= 1 every chunk with text carries logprobs, without it none "
+    statement="With logprobs (0 too) every chunk with text carries logprobs, without it none "
     "does; assembled, the arrays are parallel, every logprob <= 0, each position's "
-    "top_logprobs holds logprobs to logprobs + 1 tokens, and text_offset never decreases.",
+    "top_logprobs holds logprobs to logprobs + 1 tokens, and text_offset follows "
+    "LOGPROBS-OFFSETS' rules.",
     source="spec text: CreateCompletionRequest.logprobs; the openai SDK's Logprobs model",
     evidence="spec-text",
     scope=declares("logprobs"),
-    applies=lambda ctx: by_index(ctx) and requested_logprobs(ctx.case.body) != 0,
+    applies=by_index,
 )
 def stream_logprobs(ctx: Context) -> None:
     stream = stream_view(ctx.exchange)
