@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import quote
 
 Mode = Literal["valid", "edge", "invalid", "probe"]
 Auth = Literal["default", "none", "malformed", "wrong"]
+
+#: Sent with every request: what the suite means by it, so that a server-side log can
+#: count valid, edge, probe and invalid requests without the suite's own bookkeeping
+#: (schemathesis sends ``X-Schemathesis-TestCaseId`` for the same reason). The value is
+#: the mode, and for an invalid case ``; breaks=`` and the rule, percent-encoded.
+CASE_HEADER = "X-Conformance-Case"
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,3 +49,11 @@ class Case:
     def n(self) -> int:
         n = self.body.get("n")
         return n if isinstance(n, int) and not isinstance(n, bool) else 1
+
+    @property
+    def header(self) -> str:
+        """The :data:`CASE_HEADER` value: ``valid``, ``edge``, ``probe``, or
+        ``invalid; breaks=<rule>`` (the rule percent-encoded: header-safe ASCII)."""
+        if self.mode != "invalid" or not self.breaks:
+            return self.mode
+        return f"{self.mode}; breaks={quote(self.breaks, safe=':<>+=.,_')}"
