@@ -84,7 +84,10 @@ def checked_probe(spec: Spec, probe: Case) -> Case:
         if probe.raw_body is None and probe.breaks and RULE_NAME.match(probe.breaks):
             field = probe.breaks.split(":", 1)[0]
             rest = {k: v for k, v in body.items() if k != field}
-            body = {**build_case(spec, rest, mode="probe", label=probe.label).body, field: body[field]}
+            body = {
+                **build_case(spec, rest, mode="probe", label=probe.label).body,
+                field: body[field],
+            }
         return build_case(
             spec,
             body,
@@ -304,7 +307,9 @@ def _capabilities(item: ItemRun, _: Any) -> None:
     from conformance import capabilities
 
     s = item.settings
-    probes = capabilities.capability_probes(item.spec, s.model, s.max_tokens)
+    probes = capabilities.capability_probes(
+        item.spec, s.model, s.max_tokens, fit=lambda probe, point: _fit(item.spec, probe, point)
+    )
     for exchange in item.send_all(probes):
         probe = exchange.case
         related: tuple[Exchange, ...] = ()
@@ -316,6 +321,21 @@ def _capabilities(item: ItemRun, _: Any) -> None:
             exchange = again
         findings = [f for f, ex in item.failures if ex is exchange]
         capabilities.record(item.results, probe, exchange, findings, related)
+
+
+def _fit(spec: Spec, probe: Case, point: frozenset[str]) -> Case | None:
+    """``probe`` through the one constructor, or None if adapting it lost its point (a
+    field it probes dropped, a null it sends replaced)."""
+    from strategies import CaseSkipped, build_case
+
+    try:
+        fitted = build_case(spec, probe.body, mode="probe", label=probe.label, tags=probe.tags)
+    except CaseSkipped:
+        return None
+    kept = all(
+        k in fitted.body and (probe.body[k] is not None or fitted.body[k] is None) for k in point
+    )
+    return fitted if kept else None
 
 
 def _fuzz(run: Run, _: Any) -> list[Case]:

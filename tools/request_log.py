@@ -41,9 +41,9 @@ from urllib.parse import unquote
 
 import yaml
 from openapi_core import Config, OpenAPI
-from openapi_core.testing import MockRequest
 from openapi_core.deserializing.media_types.exceptions import MediaTypeDeserializeError
 from openapi_core.templating.media_types.exceptions import MediaTypeNotFound
+from openapi_core.testing import MockRequest
 from openapi_core.validation.request.exceptions import (
     MissingRequiredRequestBody,
     RequestBodyValidationError,
@@ -173,6 +173,8 @@ class Judge:
         # The document itself is not judged here (a tightened copy may leave a `default`
         # outside its new bounds); only requests are.
         self.api = OpenAPI.from_dict(self.document, config=Config(spec_validator_cls=None))
+        content = self.document["paths"][OPERATION]["post"]["requestBody"]["content"]
+        self.media_type: str = next(iter(content))
         self.text_rules = _stated_text_rules(self.document)
 
     def judge(self, method: str, path: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
@@ -182,7 +184,7 @@ class Judge:
             path,
             headers=headers,
             data=body,
-            content_type=headers.get("content-type"),
+            content_type=headers.get("content-type", ""),
         )
         errors = [
             {
@@ -233,8 +235,7 @@ def _text_rules_broken(stated: list[str], body: Any) -> list[str]:
     broken = {
         "best_of-greater-than-n": best_of is not None and n is not None and best_of <= n,
         "best_of-not-streamed": body.get("best_of") is not None and streamed,
-        "stream_options-only-with-stream": body.get("stream_options") is not None
-        and not streamed,
+        "stream_options-only-with-stream": body.get("stream_options") is not None and not streamed,
     }
     return [rule for rule in stated if broken[rule]]
 
