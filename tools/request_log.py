@@ -360,7 +360,8 @@ def logging_target(
 
 def read_log(log_path: Path) -> list[dict[str, Any]]:
     """The entries of a request log, in the order they were answered."""
-    lines = log_path.read_text(encoding="utf-8").splitlines()
+    # Split on newlines only: str.splitlines would also split at a U+2028 inside a prompt.
+    lines = log_path.read_text(encoding="utf-8").split("\n")
     return [json.loads(line) for line in lines if line.strip()]
 
 
