@@ -181,7 +181,7 @@ def _header(setup: Setup, spec: Spec, settings: Settings, target: str) -> dict[s
 
 def _preflight(assembled: Assembled) -> None:
     run, results = assembled.run, assembled.results
-    first = preflight(run.client, run.settings.model)
+    first = preflight(run.client, run.settings.model, run.spec)
     results.spent["requests"] += 1 + first.retries
     results.spent["retries"] += first.retries
     results.meta[OBSERVED] = {str(first.status): 1}

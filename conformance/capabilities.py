@@ -73,11 +73,21 @@ def _limit(spec: Spec, field: str, key: str) -> int | None:
     return None
 
 
-def capability_probes(spec: Spec, model: str, max_tokens: int) -> list[Case]:
+#: Moves a probe to valid values under the spec, keeping the fields that make its point
+#: (given as the second argument); None when it cannot (the engine passes the one case
+#: constructor, strategies.build_case, which this core module may not import).
+Fit = Callable[[Case, frozenset[str]], Case | None]
+
+
+def capability_probes(
+    spec: Spec, model: str, max_tokens: int, *, fit: Fit | None = None
+) -> list[Case]:
     """One probe per feature the spec's request schema accepts, each tagged ``cap:<feature>``.
 
     The seed probe is one case; its twin (the same request again) is built by
-    :func:`seed_twin` and sent with the first as ``related``.
+    :func:`seed_twin` and sent with the first as ``related``. Without ``fit``, a probe the
+    spec rejects is left out; with it, the probe is adapted (a copy of a spec that allows
+    5 characters of prompt still gets every probe, with a shorter prompt).
     """
     base = {"model": model, "prompt": PROMPT, "max_tokens": max(1, max_tokens)}
     plain = {**base, "temperature": 0}
@@ -106,7 +116,16 @@ def capability_probes(spec: Spec, model: str, max_tokens: int) -> list[Case]:
     for field in spec.request_properties:
         if field != "model":
             wanted.append((f"null:{field}", {**plain, field: None}))
-    return [_probe(body, f) for f, body in wanted if spec.validate("request", body) is None]
+    if fit is None:
+        return [_probe(body, f) for f, body in wanted if spec.validate("request", body) is None]
+    fitted = (fit(_probe(body, f), _point(f, body, plain)) for f, body in wanted)
+    return [probe for probe in fitted if probe is not None]
+
+
+def _point(feature: str, body: dict[str, Any], plain: dict[str, Any]) -> frozenset[str]:
+    """The fields that make a probe's point: those it sets beyond the plain request."""
+    fields = {k for k, v in body.items() if k not in plain or plain[k] != v}
+    return frozenset(fields | ({"prompt"} if feature.startswith("prompt:") else set()))
 
 
 def seed_twin(first: Case) -> Case:

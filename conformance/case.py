@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import quote
 
 Mode = Literal["valid", "edge", "invalid", "probe"]
 Auth = Literal["default", "none", "malformed", "wrong"]
+
+#: Sent with every request: what the suite means by it, so that a server-side log can
+#: count valid, edge, probe and invalid requests without the suite's own bookkeeping
+#: (schemathesis sends ``X-Schemathesis-TestCaseId`` for the same reason). The value is
+#: the mode, and for an invalid case ``; breaks=`` and the rule, percent-encoded.
+CASE_HEADER = "X-Conformance-Case"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,5 +47,34 @@ class Case:
 
     @property
     def n(self) -> int:
-        n = self.body.get("n")
-        return n if isinstance(n, int) and not isinstance(n, bool) else 1
+        """Choices per prompt: the request's ``n`` (``2.0`` counts as 2), at least 1.
+
+        A spec without a minimum (Nscale) makes ``n: 0`` and ``n: -5`` valid requests; the
+        count a server owes them is stated nowhere, so they are read as one choice per
+        prompt rather than as zero (a division by zero) or a negative count."""
+        n = self.int_param("n")
+        return 1 if n is None else max(1, n)
+
+    def int_param(self, name: str) -> int | None:
+        """The integer the request sent as ``name`` (None if absent or not an integer)."""
+        return requested_int(self.body.get(name))
+
+    @property
+    def header(self) -> str:
+        """The :data:`CASE_HEADER` value: ``valid``, ``edge``, ``probe``, or
+        ``invalid; breaks=<rule>`` (the rule percent-encoded: header-safe ASCII)."""
+        if self.mode != "invalid" or not self.breaks:
+            return self.mode
+        return f"{self.mode}; breaks={quote(self.breaks, safe=':<>+=.,_')}"
+
+
+def requested_int(value: Any) -> int | None:
+    """``value`` as the integer a request means by it: ``2`` or ``2.0`` (JSON Schema counts
+    an integral number as an integer, so ``n: 2.0`` is a valid request for two choices)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None

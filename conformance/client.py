@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from conformance.case import Case
+from conformance.case import CASE_HEADER, Case
 from conformance.exchange import Exchange, Headers
 from conformance.sse import SSEParser
 from conformance.throttle import ClientStats, Pacer, Throttle
@@ -134,7 +134,11 @@ class Client:
 
     def headers_for(self, case: Case) -> dict[str, str]:
         """The request headers for ``case``, with the credentials its ``auth`` asks for."""
-        headers = {"Content-Type": self.media_type, "Accept": "application/json, text/event-stream"}
+        headers = {
+            "Content-Type": self.media_type,
+            "Accept": "application/json, text/event-stream",
+            CASE_HEADER: case.header,
+        }
         headers.update(self.extra_headers)
         if case.auth == "default" and self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"

@@ -131,9 +131,14 @@ def header_lines(spec: Spec) -> list[str]:
 
 def strict_help() -> str:
     """The ``--strict-spec`` help text: what it switches off, by ID."""
+    from conformance.errata import ERRATA  # light: names only, no spec is loaded
+
     return (
-        "Judge and generate by the documents as written: no errata (detected document "
-        "defects, listed in the header) and none of the policies "
+        "Judge and generate by the documents as written: none of the errata (document "
+        "defects, each applied only where the loaded document has it and then listed in "
+        "the header and reports) "
+        + ", ".join(e.id for e in ERRATA)
+        + "; and none of the policies (the suite's interpretations) "
         + ", ".join(p.id for p in POLICIES)
         + " (see specs/README.md)."
     )

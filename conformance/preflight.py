@@ -1,6 +1,7 @@
 """Before the suite runs: prove that the target serves completions for the run's model.
 
-One minimal valid request (the run's model, a short string prompt, max_tokens 1) must
+One minimal valid request (the run's model, a short string prompt, max_tokens 1, made
+valid under the run's spec by the one case constructor, strategies.build_case) must
 get a 200 that is recognisably a completion. Anything else ends the run as bad input
 with one line naming the likely cause: the model is unknown, the credentials are refused,
 or the URL is not a completions API. A base URL that already ends in the spec's path
@@ -17,7 +18,7 @@ from urllib.parse import urlsplit
 from conformance.case import Case
 from conformance.client import Client
 from conformance.exchange import Exchange
-from conformance.spec import OPERATION_PATH
+from conformance.spec import OPERATION_PATH, Spec
 
 #: The spec's server path prefix: the operation path without its last segment ("/v1").
 PATH_PREFIX = OPERATION_PATH.rsplit("/", 1)[0]
@@ -39,16 +40,26 @@ def base_url(target_url: str) -> tuple[str, str | None]:
     return url, None
 
 
-def probe_case(model: str) -> Case:
-    return Case({"model": model, "prompt": "Say hi", "max_tokens": 1}, label="preflight")
+def probe_case(model: str, spec: Spec | None = None) -> Case:
+    """The minimal request; under ``spec``, moved to its nearest valid values (a copy of a
+    spec may allow only 5 characters of prompt, or no ``max_tokens`` below 2)."""
+    body = {"model": model, "prompt": "Say hi", "max_tokens": 1}
+    if spec is None:
+        return Case(body, mode="probe", label="preflight")
+    from strategies import CaseSkipped, build_case
+
+    try:
+        return build_case(spec, body, mode="probe", label="preflight")
+    except CaseSkipped as exc:
+        raise PreflightFailed(f"no minimal valid request under the spec: {exc.reason}") from None
 
 
-def preflight(client: Client, model: str) -> Exchange:
+def preflight(client: Client, model: str, spec: Spec | None = None) -> Exchange:
     """Send the minimal request; return its exchange (a completion, or a 429 after retries).
 
     Raises PreflightFailed naming the likely cause otherwise.
     """
-    exchange = client.send(probe_case(model))
+    exchange = client.send(probe_case(model, spec))
     if exchange.status == 429 or (exchange.status == 200 and is_completion(exchange)):
         return exchange
     raise PreflightFailed(diagnose(client, exchange, model))

@@ -72,6 +72,36 @@ def case(
         raise ScenarioSkipped(f"{label}: {exc}", ()) from None
 
 
+def checked_probe(spec: Spec, probe: Case) -> Case:
+    """A hand-written invalid probe (auth, unknown model, 400) through the one constructor:
+    a rule it names is checked to be the only one it breaks, and the rest of its body is
+    moved to valid values under the spec (a copy may allow 5 characters of prompt)."""
+    from strategies import CaseSkipped, build_case
+    from strategies._cases import RULE_NAME
+
+    body = probe.body
+    try:
+        if probe.raw_body is None and probe.breaks and RULE_NAME.match(probe.breaks):
+            field = probe.breaks.split(":", 1)[0]
+            rest = {k: v for k, v in body.items() if k != field}
+            body = {
+                **build_case(spec, rest, mode="probe", label=probe.label).body,
+                field: body[field],
+            }
+        return build_case(
+            spec,
+            body,
+            mode=probe.mode,
+            label=probe.label,
+            tags=probe.tags,
+            breaks=probe.breaks,
+            auth=probe.auth,
+            raw_body=probe.raw_body,
+        )
+    except CaseSkipped as exc:
+        raise ScenarioSkipped(f"{probe.label}: {exc}", ()) from None
+
+
 def _described(spec: Spec, body: dict[str, Any]) -> Case:
     from strategies import describe, request_tags
 
@@ -119,21 +149,21 @@ def _auth(run: Run, _: Any) -> list[Case]:
     if not run.client.api_key:
         # Without a key of our own the target may well be open: a 200 proves nothing.
         raise ScenarioSkipped("no API key configured (--api-key): auth is not probed", covers)
-    return auth_probes(run.settings.model)
+    return [checked_probe(run.spec, probe) for probe in auth_probes(run.settings.model)]
 
 
 def _unknown_model(run: Run, _: Any) -> list[Case]:
     """A model the target does not serve is answered 404 in the error envelope."""
     from conformance.checks.errors import unknown_model_probe
 
-    return [unknown_model_probe()]
+    return [checked_probe(run.spec, unknown_model_probe())]
 
 
 def _bad_requests(run: Run, _: Any) -> list[Case]:
     """A body that is not JSON and a wrongly typed field are answered 400."""
     from conformance.checks.errors import bad_request_probes
 
-    return bad_request_probes(run.spec, run.settings.model)
+    return [checked_probe(run.spec, p) for p in bad_request_probes(run.spec, run.settings.model)]
 
 
 def _greedy(settings: Settings, prompt: str) -> dict[str, Any]:
@@ -277,7 +307,9 @@ def _capabilities(item: ItemRun, _: Any) -> None:
     from conformance import capabilities
 
     s = item.settings
-    probes = capabilities.capability_probes(item.spec, s.model, s.max_tokens)
+    probes = capabilities.capability_probes(
+        item.spec, s.model, s.max_tokens, fit=lambda probe, point: _fit(item.spec, probe, point)
+    )
     for exchange in item.send_all(probes):
         probe = exchange.case
         related: tuple[Exchange, ...] = ()
@@ -289,6 +321,21 @@ def _capabilities(item: ItemRun, _: Any) -> None:
             exchange = again
         findings = [f for f, ex in item.failures if ex is exchange]
         capabilities.record(item.results, probe, exchange, findings, related)
+
+
+def _fit(spec: Spec, probe: Case, point: frozenset[str]) -> Case | None:
+    """``probe`` through the one constructor, or None if adapting it lost its point (a
+    field it probes dropped, a null it sends replaced)."""
+    from strategies import CaseSkipped, build_case
+
+    try:
+        fitted = build_case(spec, probe.body, mode="probe", label=probe.label, tags=probe.tags)
+    except CaseSkipped:
+        return None
+    kept = all(
+        k in fitted.body and (probe.body[k] is not None or fitted.body[k] is None) for k in point
+    )
+    return fitted if kept else None
 
 
 def _fuzz(run: Run, _: Any) -> list[Case]:

@@ -23,7 +23,6 @@ import copy
 import json
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
@@ -38,6 +37,16 @@ from openapi_schema_validator import (
     oas31_format_checker,
 )
 
+from conformance.errata import (
+    ECHO_FIRST_LOGPROB_NOT_NULLABLE,
+    EVENT_STREAM_MEDIA_TYPE_UNDECLARED,
+    EVENT_STREAM_SCHEMA_IS_ARRAY,
+    NULL_DEFAULT_ON_OBJECT_SCHEMA,
+    NULLABLE_IN_OPENAPI_3_1,
+    OBJECT_TYPE_BESIDE_STRING_ARRAY_ANYOF,
+    STREAM_CHUNK_NULLS_FORBIDDEN,
+    Erratum,
+)
 from conformance.policies import (
     NULL_RESPONSE_FIELDS,
     REQUEST_ID_HEADER,
@@ -56,15 +65,6 @@ Schema = dict[str, Any]
 
 class SpecError(Exception):
     """The spec cannot be loaded or does not describe ``POST /v1/completions``."""
-
-
-@dataclass(frozen=True, slots=True)
-class Erratum:
-    """A named correction of a defect in a vendored document."""
-
-    id: str
-    title: str
-    detail: str
 
 
 def specs_dir() -> Path:
@@ -270,12 +270,7 @@ class Spec:
 
         bad = [n for s in live for n in _nodes(s) if contradictory(n)]
         self._apply(
-            Erratum(
-                "object-type-beside-string-array-anyof",
-                "`type: object` beside an anyOf of string/array branches",
-                "Such a schema as written accepts no value (Nscale's PromptValue and "
-                "StopSequence); the anyOf alone is meant, so `type: object` is dropped.",
-            ),
+            OBJECT_TYPE_BESIDE_STRING_ARRAY_ANYOF,
             bool(bad),
             lambda: _drop_key(bad, "type"),
         )
@@ -288,12 +283,7 @@ class Spec:
             self.stream_chunk_schema = chunk["items"]  # type: ignore[index]
 
         self._apply(
-            Erratum(
-                "event-stream-schema-is-array",
-                "event-stream schema is an array of chunks",
-                "`type: array, format: event-stream, items: ...`: each SSE event's data is "
-                "validated as one item.",
-            ),
+            EVENT_STREAM_SCHEMA_IS_ARRAY,
             is_array,
             per_event,
         )
@@ -307,14 +297,7 @@ class Spec:
             self.stream_chunk_schema = copy.deepcopy(self.response_schema)
 
         self._apply(
-            Erratum(
-                "event-stream-media-type-undeclared",
-                "streamed 200 not declared",
-                "Only application/json is declared for 200, but `stream` is described as "
-                "data-only server-sent events ending in `data: [DONE]` with the same shape: a "
-                "streamed 200 is text/event-stream whose events validate against the "
-                "response schema.",
-            ),
+            EVENT_STREAM_MEDIA_TYPE_UNDECLARED,
             self.stream_media_type is None and promises_sse and self.response_schema is not None,
             share_shape,
         )
@@ -327,13 +310,7 @@ class Spec:
             if "default" in n and n["default"] is None and n.get("type") == "object"
         ]
         self._apply(
-            Erratum(
-                "null-default-on-object-schema",
-                "`default: null` on an object-typed schema",
-                "An object branch that defaults to null, which its own type forbids "
-                "(AIHubMix's ChatCompletionStreamOptions); the default is dropped (the "
-                "`type: 'null'` branch beside it allows null).",
-            ),
+            NULL_DEFAULT_ON_OBJECT_SCHEMA,
             bool(null_defaults),
             lambda: _drop_key(null_defaults, "default"),
         )
@@ -349,12 +326,7 @@ class Spec:
             ]
 
         self._apply(
-            Erratum(
-                "nullable-in-openapi-3.1",
-                "OpenAPI 3.0 `nullable` in a 3.1 document",
-                "JSON Schema 2020-12 ignores `nullable: true`; its authors meant that null "
-                "is allowed, so such schemas accept null.",
-            ),
+            NULLABLE_IN_OPENAPI_3_1,
             self.is_31 and bool(nullable_nodes()),
             self._rewrite_nullable,
         )
@@ -363,14 +335,7 @@ class Spec:
         # on every chunk but the usage chunk. A defect only where the chunk schema
         # forbids those nulls.
         self._apply(
-            Erratum(
-                "stream-chunk-nulls-forbidden",
-                "null finish_reason, logprobs and usage forbidden on streamed chunks",
-                "Non-final chunks carry `finish_reason: null` and `logprobs: null`, and every "
-                "chunk but the usage chunk `usage: null`, as the stream's own description "
-                "implies; exactly one non-null finish_reason per choice is required by a "
-                "separate check.",
-            ),
+            STREAM_CHUNK_NULLS_FORBIDDEN,
             self.stream_chunk_schema is not None and self._chunk_forbids_nulls(),
             self._relax_chunk_nulls,
         )
@@ -379,13 +344,7 @@ class Spec:
         # token_logprobs and top_logprobs, which both documents type as numbers/objects.
         arrays = self._logprobs_arrays()
         self._apply(
-            Erratum(
-                "echo-first-logprob-not-nullable",
-                "null logprob for the first echoed token forbidden",
-                "With `echo`, the first prompt token has no logprob and OpenAI sends null in "
-                "token_logprobs[0] and top_logprobs[0]; the schema allows null items there and "
-                "LOGPROBS-VALUES allows it only for the first echoed token.",
-            ),
+            ECHO_FIRST_LOGPROB_NOT_NULLABLE,
             any(not self._accepts_null(a["items"]) for a in arrays),
             self._allow_null_logprob_items,
         )

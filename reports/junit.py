@@ -32,6 +32,7 @@ from reports.summary import (
     evidence_label,
     is_strict,
     ordered,
+    policies_of,
     pretty_body,
     status_of,
     transcript_lines,
@@ -197,6 +198,7 @@ def build_junit(results: Results) -> ET.Element:
             _property(props, key, meta[key])
     _property(props, "verdict", verdict_of(results))
     _property(props, "errata", ", ".join(str(e.get("id")) for e in meta.get("errata", [])))
+    _property(props, "policies", ", ".join(p["id"] for p in policies_of(meta)))
     _property(props, "spent", json.dumps(results.spent, sort_keys=True))
     coverage = coverage_of(results)
     if coverage.untested:

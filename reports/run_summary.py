@@ -24,6 +24,7 @@ from reports.summary import (
     evidence_label,
     is_strict,
     ordered,
+    registry_line,
     status_of,
     verdict_of,
 )
@@ -69,6 +70,7 @@ def summary_markdown(results: Results) -> str:
         + f" · {int(results.spent.get('requests', 0))} requests,"
         f" {int(results.spent.get('tokens', 0))} tokens",
     ]
+    lines += ["", cell(registry_line(meta))]
     for warning in meta.get("baseline_warnings") or []:
         lines += ["", f"> ⚠️ baseline: {cell(warning)}"]
     coverage = coverage_of(results)

@@ -37,6 +37,21 @@ STATUS_LABELS = {
 }
 
 
+def policies_of(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The suite policies in force for the run (``meta["policies"]``, the registry of
+    conformance/policies.py, also lists the errata applied: those are left out here)."""
+    entries = meta.get("policies") or []
+    return [dict(e) for e in entries if isinstance(e, Mapping) and e.get("kind") == "policy"]
+
+
+def registry_line(meta: Mapping[str, Any]) -> str:
+    """One line naming the errata applied and the policies in force (the run's header)."""
+    none = "none (--strict-spec)" if meta.get("strict_spec") else "none"
+    errata = ", ".join(str(e.get("id")) for e in meta.get("errata") or []) or none
+    policies = ", ".join(str(p["id"]) for p in policies_of(meta)) or none
+    return f"Errata applied: {errata} · policies: {policies}"
+
+
 def is_strict(results: Results) -> bool:
     """Whether SHOULD failures decide this run's verdict (``--strict-should``)."""
     return bool(results.meta.get("strict"))

@@ -21,7 +21,7 @@ from conformance.case import Case
 from conformance.policies import NULL_AS_DEFAULT
 from conformance.spec import Spec
 from strategies._describe import request_tags
-from strategies._requests import SAMPLE_PROMPTS
+from strategies._requests import SAMPLE_PROMPTS, NoValidPrompt, make_plan
 from strategies._rules import (
     BODY_NOT_JSON,
     BODY_TYPE,
@@ -116,6 +116,13 @@ def bound_values(schema: Any, field: str, *, nested: bool = True) -> list[tuple[
             full = example(leaf)
             for name in leaf.get("required") or ():
                 out.append(("required", {k: v for k, v in full.items() if k != name}))
+            extra = leaf.get("additionalProperties")
+            value = example(extra) if isinstance(extra, Mapping) else 1
+            if isinstance(leaf.get("maxProperties"), int):
+                count = leaf["maxProperties"] + 1
+                out.append(("maxProperties", {str(i + 1): value for i in range(count)}))
+            if nested and isinstance(extra, Mapping):
+                out += [(k, {"1": v}) for k, v in bound_values(extra, field, nested=False)]
         if leaf.get("enum"):
             # A value of the enum's own type that it does not list.
             listed = leaf["enum"]
@@ -178,7 +185,7 @@ class _Builder:
     def __init__(self, spec: Spec, *, model: str, max_tokens: int) -> None:
         self.spec = spec
         self.view = SchemaView(spec)
-        self.base: dict[str, Any] = {"model": model, "prompt": BASE_PROMPT}
+        self.base: dict[str, Any] = {"model": model, "prompt": _base_prompt(spec, model)}
         for name in self.view.required:
             if name not in self.base and name in self.view.properties:
                 self.base[name] = example(self.view.properties[name])
@@ -233,6 +240,15 @@ class _Builder:
                 self.offer(CROSS_STREAM_OPTIONS, {**self.base, **options})
                 if view.declares("stream"):
                     self.offer(CROSS_STREAM_OPTIONS, {**self.base, "stream": False, **options})
+
+
+def _base_prompt(spec: Spec, model: str) -> Any:
+    """A prompt the spec allows, so that the broken rule stays the only one ("Say hi"
+    unless the spec's prompt is tighter: a copy may allow only 5 characters)."""
+    try:
+        return make_plan(spec, model=model, max_tokens=1, vocab_size=1000).base_prompt
+    except NoValidPrompt:  # --strict-spec on a document that admits no prompt
+        return BASE_PROMPT
 
 
 def _breakers(spec: Spec, *, model: str, max_tokens: int) -> list[Breaker]:

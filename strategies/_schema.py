@@ -150,7 +150,10 @@ def example(schema: Any, index: int = 0) -> Any:
     if leaf.get("enum"):
         return leaf["enum"][0]
     if "string" in kinds:
-        return ("end", "stop", "halt", "done", "over", "fin")[index % 6]
+        word = ("end", "stop", "halt", "done", "over", "fin")[index % 6]
+        low, high = leaf.get("minLength"), leaf.get("maxLength")
+        word = word[:high] if isinstance(high, int) else word
+        return word.ljust(low, "x") if isinstance(low, int) else word
     if kinds & {"integer", "number"}:
         low, high = interval(leaf).closed_ints(-1_000_000, 1_000_000)
         return min(max(1, low), high)

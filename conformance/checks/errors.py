@@ -290,7 +290,7 @@ def bad_request_probes(spec: Spec, model: str) -> list[Case]:
                 {"model": model, "prompt": "Say hi", "max_tokens": "one"},
                 mode="invalid",
                 label="400 probe: max_tokens is a string",
-                breaks="max_tokens: type integer",
+                breaks="max_tokens:type",
             )
         )
     return cases

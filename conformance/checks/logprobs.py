@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.case import requested_int
 from conformance.checks.common import completion, declares, is_int, is_number
 from conformance.checks.views import Labelled, assemble, by_index, labelled, stream_view
 from conformance.requirements import Context, Level, Violation, requirement
@@ -26,8 +27,9 @@ def path_of(name: str) -> str:
 
 
 def requested_logprobs(body: dict[str, Any]) -> int | None:
-    value = body.get("logprobs")
-    return value if is_int(value) else None
+    value = requested_int(body.get("logprobs"))
+    # A negative count (valid where a spec sets no minimum) asks for nothing defined.
+    return value if value is not None and value >= 0 else None
 
 
 def logprobs_objects(choices: Labelled) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:

@@ -43,8 +43,8 @@ SPECIAL_TOKENS = 8
 
 
 def max_tokens(ctx: Context) -> int | None:
-    value = ctx.case.body.get("max_tokens")
-    return value if is_int(value) and value >= 0 else None
+    value = ctx.case.int_param("max_tokens")
+    return value if value is not None and value >= 0 else None
 
 
 def token_bound(ctx: Context) -> int | None:
@@ -52,7 +52,7 @@ def token_bound(ctx: Context) -> int | None:
     limit = max_tokens(ctx)
     if limit is None:
         return None
-    best_of = ctx.case.body.get("best_of")
+    best_of = ctx.case.int_param("best_of")
     per_prompt = max(ctx.case.n, best_of if is_int(best_of) else 1)
     return limit * per_prompt * len(ctx.case.prompts)
 
@@ -71,7 +71,7 @@ def generated_counts(ctx: Context, choices: Labelled) -> list[tuple[str, dict[st
 
 def single_choice_count(ctx: Context, ans: Answer) -> int | None:
     """completion_tokens when it counts exactly one choice's tokens (one prompt, n=1)."""
-    best_of = ctx.case.body.get("best_of")
+    best_of = ctx.case.int_param("best_of")
     if len(ctx.case.prompts) != 1 or ctx.case.n != 1 or (is_int(best_of) and best_of > 1):
         return None
     done = (ans.usage or {}).get("completion_tokens")
@@ -213,7 +213,7 @@ def usage_prompt_tokens(ctx: Context) -> None:
     if all(s is not None for s in spans):
         low = sum(s[0] for s in spans if s)
         # Some servers count the prompt once per generated choice: allow n × best_of.
-        best_of = ctx.case.body.get("best_of")
+        best_of = ctx.case.int_param("best_of")
         copies = max(ctx.case.n, best_of if is_int(best_of) else 1)
         high = sum(s[1] for s in spans if s) * copies
         if not low <= counted <= high:
