@@ -1,7 +1,7 @@
 """Benchmark: time to verdict against a target that answers in 0, 0.5 and 1.0 s.
 
     python benchmarks/bench_time_to_verdict.py [--runs 5] [--delays 0,0.5,1]
-        [--concurrency 1,8,32] [--tools ours,st-run,st-fuzz] [--fit] [--json OUT]
+        [--concurrency 1,8,16,32] [--tools ours,st-run,st-fuzz] [--fit] [--json OUT]
         [--requests M] [--fixed-from JSON]
 
 The reference target runs in its own process (``_target.py --delay D``: each completion
@@ -221,7 +221,7 @@ def fit(target: bench.Target, work: Path, runs: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = bench.parser(__doc__, runs=5)
     ap.add_argument("--delays", default="0,0.5,1", help="target latencies, seconds")
-    ap.add_argument("--concurrency", default="1,8,32", help="our concurrency levels")
+    ap.add_argument("--concurrency", default="1,8,16,32", help="our concurrency levels")
     ap.add_argument("--tools", default="ours,st-run,st-fuzz", help="which tools to run")
     ap.add_argument("--fit", action="store_true", help="also fit fixed and marginal cost")
     ap.add_argument("--requests", type=int, help="the suite's request count (no calibration)")
