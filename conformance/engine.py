@@ -83,8 +83,8 @@ class Settings:
     skip_checks: tuple[str, ...] = ()
     # Requirements failing in the --baseline run: reported, but they fail no test.
     known_failures: frozenset[str] = frozenset()
-    # Requests in flight at once for scenarios whose requests do not depend on each other
-    # (the command line's default is 8, options.DEFAULT_CONCURRENCY; the engine's is serial).
+    # Requests in flight at once (the command line's default is options.DEFAULT_CONCURRENCY,
+    # 16; the engine's own is serial).
     concurrency: int = 1
     # Capabilities the target must offer (--require-capabilities).
     require_capabilities: tuple[str, ...] = ()
