@@ -148,10 +148,13 @@ class SuiteSession:
         """Start every dependent chain and queue every independent case up front
         (``Run.plan``), ``--concurrency`` at a time.
 
-        Not on xdist workers, which learn their items one at a time.
+        Not on xdist workers, which learn their items one at a time, nor when nothing
+        runs (``--collect-only``: no request may be sent).
         """
         run = self.assembled.run
         if run.concurrency == 1 or hasattr(self.config, "workerinput"):
+            return
+        if self.config.option.collectonly:
             return
         from conformance.scenarios import BY_NAME
 
