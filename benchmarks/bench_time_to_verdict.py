@@ -1,7 +1,7 @@
 """Benchmark: time to verdict against a target that answers in 0, 0.5 and 1.0 s.
 
     python benchmarks/bench_time_to_verdict.py [--runs 5] [--delays 0,0.5,1]
-        [--concurrency 1,8,32] [--tools ours,st-run,st-fuzz] [--fit] [--json OUT]
+        [--concurrency 1,8,16,32] [--tools ours,st-run,st-fuzz] [--fit] [--json OUT]
         [--requests M] [--fixed-from JSON]
 
 The reference target runs in its own process (``_target.py --delay D``: each completion
@@ -29,7 +29,9 @@ variants, so the proxy's estimate needs no serial run at every latency.
 
 With ``--fit`` (at delay 0): the fixed cost and the marginal CPU per request of both
 tools, from the line through two run sizes (ours ``--max-examples`` 10 and 60, so about
-120 and 220 requests; ``st run --workers 1`` at 120 and 400 examples).
+150 and 250 requests; ``st run --workers 1`` at 120 and 400 examples). With
+``--fit-baseline DIR``, also the suite of another source tree (e.g. ``git archive`` of the
+commit before a change), interleaved with the rest: a before/after of the same machine.
 
 Figures: median (min-max) wall seconds per variant, requests counted by the target,
 req/s, and the load average at each run (the machine is shared: note it).
@@ -166,17 +168,25 @@ def variants(
     return out
 
 
-def fit(target: bench.Target, work: Path, runs: int) -> dict[str, Any]:
-    """Fixed cost and marginal CPU per request at delay 0, from two run sizes per tool."""
+def fit(
+    target: bench.Target, work: Path, runs: int, baseline: Path | None = None
+) -> dict[str, Any]:
+    """Fixed cost and marginal CPU per request at delay 0, from two run sizes per tool.
+
+    ``baseline``: also the suite as found in that source tree (a ``git archive`` of an
+    older commit; ``python -m pytest conformance`` run there imports its own packages).
+    """
     spec_path = bench.ROOT / "specs" / f"{SPEC}.yaml"
+    trees = {"ours": bench.ROOT, **({"baseline": baseline} if baseline else {})}
     sizes = {
         **{
-            f"ours k={k}": (
+            f"{tree} k={k}": (
                 bench.suite_cmd(
-                    work / "ours", "--max-examples", str(k), url=target.url, api_key=API_KEY
+                    work / tree, "--max-examples", str(k), url=target.url, api_key=API_KEY
                 ),
-                bench.ROOT,
+                root,
             )
+            for tree, root in trees.items()
             for k in FIT_SIZES
         },
         **{
@@ -197,7 +207,7 @@ def fit(target: bench.Target, work: Path, runs: int) -> dict[str, Any]:
                   f"wall {m['wall_s']:6.2f} s  cpu {m['cpu_s']:6.2f} s  load {m['load']}")  # fmt: skip
     out: dict[str, Any] = {"runs": got}
     for tool, names in (
-        ("ours", [f"ours k={k}" for k in FIT_SIZES]),
+        *((tree, [f"{tree} k={k}" for k in FIT_SIZES]) for tree in trees),
         ("schemathesis", [f"st-run w1 m={m}" for m in ST_FIT_SIZES]),
     ):
         med = [
@@ -221,11 +231,14 @@ def fit(target: bench.Target, work: Path, runs: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = bench.parser(__doc__, runs=5)
     ap.add_argument("--delays", default="0,0.5,1", help="target latencies, seconds")
-    ap.add_argument("--concurrency", default="1,8,32", help="our concurrency levels")
+    ap.add_argument("--concurrency", default="1,8,16,32", help="our concurrency levels")
     ap.add_argument("--tools", default="ours,st-run,st-fuzz", help="which tools to run")
     ap.add_argument("--fit", action="store_true", help="also fit fixed and marginal cost")
     ap.add_argument("--requests", type=int, help="the suite's request count (no calibration)")
     ap.add_argument("--fixed-from", type=Path, help="the suite's fixed cost from this JSON")
+    ap.add_argument(
+        "--fit-baseline", type=Path, help="with --fit: also fit the suite of this source tree"
+    )
     ap.add_argument("--proxy", help=argparse.SUPPRESS)
     ap.add_argument("--proxy-concurrency", type=int, default=8, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -270,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
                     fixed = next(iter(earlier["delays"].values()))["ours_fixed_s"]
                 entry = summarise(runs, requests, fixed)
                 if args.fit and delay == 0:
-                    entry["fit"] = fit(target, work, args.runs)
+                    entry["fit"] = fit(target, work, args.runs, args.fit_baseline)
                 report["delays"][f"{delay:g}"] = entry
     print_summary(report)
     bench.write_json(args.json, report)

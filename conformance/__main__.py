@@ -13,7 +13,9 @@ def main(argv: list[str] | None = None) -> int:
     import pytest
 
     args = sys.argv[1:] if argv is None else argv
-    return int(pytest.main(["--pyargs", "conformance", "-p", "no:cacheprovider", *args]))
+    # schemathesis's pytest plugin ([fuzz] extra) is not used by the suite: 0.5 s CPU saved.
+    fixed = ["--pyargs", "conformance", "-p", "no:cacheprovider", "-p", "no:schemathesis"]
+    return int(pytest.main([*fixed, *args]))
 
 
 if __name__ == "__main__":

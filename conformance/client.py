@@ -52,7 +52,8 @@ GZIP_MAGIC = b"\x1f\x8b"
 DECODABLE = ("gzip", "x-gzip", "deflate")
 #: What one SSE event costs beyond its data bytes (the SSEEvent, its str and float).
 EVENT_OVERHEAD = 160
-#: The default number of sends allowed in flight (the engine's --concurrency default).
+#: The default number of sends allowed in flight of a Client built directly (the command
+#: line's --concurrency default is options.DEFAULT_CONCURRENCY, 16).
 DEFAULT_CONCURRENCY = 8
 
 

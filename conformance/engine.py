@@ -6,6 +6,9 @@ is played into an ``ItemRun``, which sends its cases and judges each exchange in
 order; its ``outcome()`` says passed, failed (a deciding requirement failed) or skipped.
 ``execute`` plays a list of scenarios without any test runner; the pytest plugin plays
 one scenario per pytest item instead and ships each item's Results to its controller.
+Before the first item plays, ``Run.plan`` starts every dependent chain (a scenario with a
+``body``) in a thread of its own and then queues the independent cases, so that against a
+slow target the chains run beside the queue, not after it (conformance/schedule.py).
 Nothing here imports pytest.
 """
 
@@ -15,7 +18,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from conformance.case import Case
 from conformance.client import Client, RetryPolicy
@@ -23,6 +26,7 @@ from conformance.exchange import Exchange
 from conformance.latency import stream_latency
 from conformance.requirements import REGISTRY, Level, Requirement, load_checks
 from conformance.results import OBSERVED, Finding, Results, evaluate, tokens_used
+from conformance.schedule import Slots
 from conformance.spec import Spec
 
 if TYPE_CHECKING:
@@ -34,6 +38,7 @@ SKIPPED = "skipped_scenarios"
 #: Results.meta key: why the budget stopped a scenario (the first note seen).
 BUDGET = "budget_spent"
 Sender = Callable[[Client, Case], Exchange]
+T = TypeVar("T")
 
 
 def no_verdict_reason(retry: RetryPolicy) -> str:
@@ -78,8 +83,8 @@ class Settings:
     skip_checks: tuple[str, ...] = ()
     # Requirements failing in the --baseline run: reported, but they fail no test.
     known_failures: frozenset[str] = frozenset()
-    # Requests in flight at once for scenarios whose requests do not depend on each other
-    # (the command line's default is 8, options.DEFAULT_CONCURRENCY; the engine's is serial).
+    # Requests in flight at once (the command line's default is options.DEFAULT_CONCURRENCY,
+    # 16; the engine's own is serial).
     concurrency: int = 1
     # Capabilities the target must offer (--require-capabilities).
     require_capabilities: tuple[str, ...] = ()
@@ -160,23 +165,43 @@ class Run:
         )
         self.rate_limited = False
         self.concurrency = max(1, settings.concurrency)
-        self._slots = threading.BoundedSemaphore(self.concurrency)
+        self._slots = Slots(self.concurrency)
         self._alone_lock = threading.Lock()
-        self._pool: ThreadPoolExecutor | None = None
+        # Independent cases queue on the pool; a chain's sends (urgent) on a pool of their
+        # own, so they never wait behind the queue; each chain plays in a thread of its own.
+        self._pools: dict[str, ThreadPoolExecutor] = {}
         self._planned: dict[tuple[str, Any], list[Future[Sent]] | Exception] = {}
+        self._chains: dict[tuple[str, Any], Future[ItemRun]] = {}
+        self._shared: dict[str, Any] = {}
+        self._shared_lock = threading.Lock()
 
-    def item(self) -> ItemRun:
-        return ItemRun(self)
+    def item(self, *, urgent: bool = False) -> ItemRun:
+        return ItemRun(self, urgent=urgent)
+
+    def shared(self, key: str, build: Callable[[], T]) -> T:
+        """What ``build`` returns, built once per run (a case list that batches slice)."""
+        with self._shared_lock:
+            if key not in self._shared:
+                self._shared[key] = build()
+            return cast("T", self._shared[key])
+
+    def _pool(self, kind: str, size: int) -> ThreadPoolExecutor:
+        pool = self._pools.get(kind)
+        if pool is None:
+            pool = ThreadPoolExecutor(size, thread_name_prefix=f"conformance-{kind}")
+            self._pools[kind] = pool
+        return pool
 
     # -- sending -------------------------------------------------------------------------
 
     def dispatch(
-        self, case: Case, via: Sender | None = None, *, wait: bool = False
+        self, case: Case, via: Sender | None = None, *, wait: bool = False, urgent: bool = False
     ) -> Future[Sent]:
         """Take the budget for ``case`` now (in call order) and send it.
 
-        With ``wait`` or at concurrency 1 it is sent in this thread; otherwise on the pool,
-        at most ``concurrency`` at once.
+        With ``wait`` or at concurrency 1 it is sent in this thread; otherwise on a pool,
+        at most ``concurrency`` at once. ``urgent``: a chain's request, which takes the
+        next free slot before any queued independent case.
         """
         if self.rate_limited:
             return _done(Sent(None))
@@ -185,16 +210,18 @@ class Run:
         except BudgetSpent as exc:
             return _done(Sent(None, str(exc)))
         if wait or self.concurrency == 1:
-            return _done(self._transmit(case, via))
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="conformance")
-        return self._pool.submit(self._transmit, case, via)
+            return _done(self._transmit(case, via, urgent))
+        pool = self._pool("chain-sends" if urgent else "sends", self.concurrency)
+        return pool.submit(self._transmit, case, via, urgent)
 
-    def _transmit(self, case: Case, via: Sender | None) -> Sent:
+    def _transmit(self, case: Case, via: Sender | None, urgent: bool = False) -> Sent:
         if self.rate_limited:  # another request hit the limit while this one waited
             return Sent(None)
-        with self._slots:
+        self._slots.acquire(urgent=urgent)
+        try:
             exchange = self._send(case, via)
+        finally:
+            self._slots.release()
         if exchange.status == 429 and self.concurrency > 1 and not self.rate_limited:
             exchange = self._alone(case, via, exchange)
         self.budget.spend_tokens(tokens_used(exchange))
@@ -217,15 +244,41 @@ class Run:
         with self._alone_lock:
             if self.rate_limited:
                 return limited
-            for _ in range(self.concurrency):  # wait until every slot is free, hold them
-                self._slots.acquire()
+            # Every slot at once: wait until nothing else is in flight, and hold them all.
+            self._slots.acquire(urgent=True, count=self.concurrency)
             try:
                 exchange = self._send(case, via)
             finally:
-                for _ in range(self.concurrency):
-                    self._slots.release()
+                self._slots.release(self.concurrency)
         exchange.retries += limited.retries + 1
         return exchange
+
+    def plan(self, items: Iterable[tuple[Scenario, Any]]) -> None:
+        """Start what ``items`` will send, before the first of them plays (concurrency > 1).
+
+        The critical path first: every dependent chain starts now, in a thread of its own,
+        its requests urgent; then every independent case is queued, in item order. Each
+        item collects its own exchanges when it plays, and judges them in case order.
+        """
+        if self.concurrency == 1:
+            return
+        items = list(items)
+        for scenario, param in items:
+            self.start_chain(scenario, param)
+        for scenario, param in items:
+            self.prefetch(scenario, param)
+
+    def start_chain(self, scenario: Scenario, param: Any) -> None:
+        """Play a dependent scenario now, in its own thread; its item adopts the result."""
+        key = (scenario.name, param)
+        if scenario.body is None or key in self._chains:
+            return
+        pool = self._pool("chains", 8)
+        self._chains[key] = pool.submit(_play_body, self.item(urgent=True), scenario, param)
+
+    def chain(self, scenario: Scenario, param: Any) -> Future[ItemRun] | None:
+        """The started chain of this item, if ``plan`` started one."""
+        return self._chains.pop((scenario.name, param), None)
 
     def prefetch(self, scenario: Scenario, param: Any) -> None:
         """Send the cases of an independent scenario now; its item collects them later.
@@ -253,10 +306,16 @@ class Run:
         return plan
 
     def close(self) -> None:
-        """Stop the pool; prefetched sends no item collected are cancelled."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        """Stop the pools; prefetched sends no item collected are cancelled.
+
+        Started chains end first (their sends are on a pool of their own), so that none
+        waits on a send cancelled under it.
+        """
+        for kind in ("chains", "chain-sends", "sends"):
+            pool = self._pools.pop(kind, None)
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=kind == "sends")
+        self._chains.clear()
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,12 +329,19 @@ class ItemOutcome:
 class ItemRun:
     """The exchanges and findings of one played scenario (one pytest item)."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Run, *, urgent: bool = False) -> None:
         self.run = run
+        # A started chain's item: its sends go before queued independent cases.
+        self.urgent = urgent
         self.results = Results.for_requirements(run.requirements)
         self.failures: list[tuple[Finding, Exchange]] = []
         self.budget_note: str | None = None
         self.skip_reason: str | None = None
+
+    def adopt(self, played: ItemRun) -> None:
+        """Take over what a chain played in its own thread (Run.plan) into this item."""
+        self.results, self.failures = played.results, played.failures
+        self.budget_note, self.skip_reason = played.budget_note, played.skip_reason
 
     @property
     def spec(self) -> Spec:
@@ -293,11 +359,21 @@ class ItemRun:
         ``via`` sends it: the suite's own client by default, or another one
         (conformance.sdk.send).
         """
-        return self._collect(self.run.dispatch(case, via, wait=True).result(), related)
+        return self._collect(
+            self.run.dispatch(case, via, wait=True, urgent=self.urgent).result(), related
+        )
+
+    def dispatch(self, case: Case, *, via: Sender | None = None) -> Future[Sent]:
+        """Send one case without waiting for it (up to ``concurrency`` at once); see receive."""
+        return self.run.dispatch(case, via, urgent=self.urgent)
+
+    def receive(self, sent: Future[Sent], related: tuple[Exchange, ...] = ()) -> Exchange | None:
+        """Wait for a dispatched case and judge it; None when it was not sent."""
+        return self._collect(sent.result(), related)
 
     def send_all(self, cases: Iterable[Case], *, via: Sender | None = None) -> list[Exchange]:
         """Send independent cases (up to ``concurrency`` at once), judged in case order."""
-        return self.collect([self.run.dispatch(c, via) for c in cases])
+        return self.collect([self.dispatch(c, via=via) for c in cases])
 
     def collect(self, sends: Sequence[Future[Sent]]) -> list[Exchange]:
         """Judge dispatched sends in their order; the exchanges that got an answer."""
@@ -386,16 +462,27 @@ class ItemRun:
         raise_outcome(self.outcome())
 
 
-def play(item: ItemRun, scenario: Scenario, param: Any = None) -> ItemOutcome:
-    """Play one scenario into ``item`` and say how it ended."""
+def _play_body(item: ItemRun, scenario: Scenario, param: Any) -> ItemRun:
+    assert scenario.body is not None
     try:
-        if scenario.cases is not None:
-            item.collect(item.run.planned(scenario, param))
-        else:
-            assert scenario.body is not None
-            scenario.body(item, param)
+        scenario.body(item, param)
     except ScenarioSkipped as exc:
         item.skip(exc.reason, exc.covers)
+    return item
+
+
+def play(item: ItemRun, scenario: Scenario, param: Any = None) -> ItemOutcome:
+    """Play one scenario into ``item`` (or adopt its started chain) and say how it ended."""
+    chain = item.run.chain(scenario, param)
+    if chain is not None:
+        item.adopt(chain.result())
+    elif scenario.cases is not None:
+        try:
+            item.collect(item.run.planned(scenario, param))
+        except ScenarioSkipped as exc:
+            item.skip(exc.reason, exc.covers)
+    else:
+        _play_body(item, scenario, param)
     return item.outcome()
 
 
@@ -418,9 +505,7 @@ class Played:
 def execute(run: Run, scenarios: Sequence[Scenario], results: Results) -> list[Played]:
     """Play every scenario (each of its params) into ``results``, without a test runner."""
     items = [(s, p) for s in scenarios for p in s.params]
-    if run.concurrency > 1:
-        for scenario, param in items:
-            run.prefetch(scenario, param)
+    run.plan(items)
     played = []
     try:
         for scenario, param in items:

@@ -85,7 +85,7 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="N",
         help=f"Requests in flight at once per process for independent requests (default "
         f"{DEFAULT_CONCURRENCY}: real endpoints answer in 0.3-3 s; a default run's ~155 "
-        "requests at 16 in flight take ~20 s against a 1 s endpoint, and the client halves "
+        "requests at 16 in flight take ~15 s against a 1 s endpoint, and the client halves "
         "its limit on every 429, so a rate-limited key is not hammered; 1 sends one after "
         "another).",
     )

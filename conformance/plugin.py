@@ -145,20 +145,26 @@ class SuiteSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
-        """Send every independent scenario's cases up front, ``--concurrency`` at a time.
+        """Start every dependent chain and queue every independent case up front
+        (``Run.plan``), ``--concurrency`` at a time.
 
-        Not on xdist workers, which learn their items one at a time.
+        Not on xdist workers, which learn their items one at a time, nor when nothing
+        runs (``--collect-only``: no request may be sent).
         """
         run = self.assembled.run
         if run.concurrency == 1 or hasattr(self.config, "workerinput"):
             return
+        if self.config.option.collectonly:
+            return
         from conformance.scenarios import BY_NAME
 
+        planned = []
         for item in session.items:
             scenario = BY_NAME.get(getattr(item, "originalname", item.name).removeprefix("test_"))
             callspec = getattr(item, "callspec", None)
             if scenario is not None:
-                run.prefetch(scenario, callspec.params.get("param") if callspec else None)
+                planned.append((scenario, callspec.params.get("param") if callspec else None))
+        run.plan(planned)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[Any]) -> Any:

