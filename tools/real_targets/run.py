@@ -79,6 +79,7 @@ SUITE_TIMEOUT = 900.0
 class Work:
     root: Path
     python: str = sys.executable
+    results_dir: Path | None = None  # default WORK/results; --results-dir keeps earlier runs apart
 
     @property
     def logs(self) -> Path:
@@ -86,7 +87,7 @@ class Work:
 
     @property
     def results(self) -> Path:
-        return self.root / "results"
+        return self.results_dir or self.root / "results"
 
     @property
     def llama_venv(self) -> Path:
@@ -624,6 +625,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--specs", default=",".join(SPECS), help="spec profiles to run")
     parser.add_argument(
+        "--results-dir",
+        type=Path,
+        help="where results go (default WORK/results): a separate folder leaves earlier runs "
+        "and the installs' folder as they are",
+    )
+    parser.add_argument(
         "--prepare-only", action="store_true", help="install and build, run nothing"
     )
     parser.add_argument(
@@ -640,7 +647,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown target(s): {', '.join(sorted(unknown))}")
     specs = {s.strip() for s in args.specs.split(",") if s.strip()}
     targets = [t for t in TARGETS if t.name in wanted]
-    work = Work(args.work_dir.resolve())
+    work = Work(
+        args.work_dir.resolve(),
+        results_dir=args.results_dir.resolve() if args.results_dir else None,
+    )
     if REPO in work.root.parents or work.root == REPO:
         log(f"note: the work folder {work.root} is inside the repository: keep it gitignored")
     for d in (work.logs, work.results):
