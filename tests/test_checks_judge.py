@@ -187,6 +187,19 @@ def test_end_of_text_token_at_max_tokens_with_stop_is_legal() -> None:
     assert failed(judge(AIHUBMIX, stream_exchange(case, chunks))) == set()
 
 
+def test_stop_at_max_tokens_measured_by_usage_alone_is_legal() -> None:
+    # llama-server counts the end-of-text token it sampled (recorded: transcripts
+    # llama.cpp/eot-by-logit-bias-stop-at-max-tokens-no-logprobs); without logprobs the
+    # usage count cannot show that token, so "stop" there is not judged.
+    case = req(max_tokens=4)
+    body = completion_for(case)
+    assert body["usage"]["completion_tokens"] == 4
+    body["choices"][0]["finish_reason"] = "stop"
+    assert failed(body_findings(case, body)) == set()
+    body["choices"][0]["finish_reason"] = "content_filter"
+    assert failed(body_findings(case, body)) == {"FINISH-LENGTH"}
+
+
 # -- both sides of each quantity ---------------------------------------------------------
 
 
