@@ -266,6 +266,11 @@ class Target:
     version: Callable[[Work], str] = field(default=lambda _w: "?")
     # Called after each suite run, before the servers stop (e.g. to read their logs).
     after: Callable[[Work, list[Server], str], None] | None = None
+    # --concurrency for the suite (None: the suite's default). llama-cpp-python serves one
+    # request at a time and, by default (interrupt_requests), cuts a running stream short
+    # when the next request arrives: at the suite's default concurrency (16) 40 of 150
+    # requests timed out queueing or were cut (docs/real-targets.md, second re-run).
+    concurrency: int | None = None
 
 
 def _pkg_version(py: Path, dist: str) -> str:
@@ -489,15 +494,17 @@ TARGETS = [
     Target("prism-nscale", ("prism",), ("nscale",), "any-model", start_prism_nscale,
            version=_version_prism),
     Target("llama-cpp-python", ("model", "llama-cpp-python"), SPECS, MODEL_ALIAS,
-           start_llama_cpp_python, vocab_size=512, version=_version_llama_cpp_python),
+           start_llama_cpp_python, vocab_size=512, version=_version_llama_cpp_python,
+           concurrency=1),
     Target("litellm-forward", ("model", "llama-cpp-python", "litellm"), SPECS, MODEL_ALIAS,
-           start_litellm_forward, vocab_size=512, version=_version_litellm_forward),
+           start_litellm_forward, vocab_size=512, version=_version_litellm_forward,
+           concurrency=1),
     Target("llama-server", ("model", "llama-server"), SPECS, MODEL_ALIAS, start_llama_server,
            vocab_size=512, version=_version_llama_server),
     Target("prism-proxy", ("model", "llama-cpp-python", "prism"), ("nscale",), MODEL_ALIAS,
            start_prism_proxy, vocab_size=512,
            version=lambda w: f"{_version_prism(w)} proxy -> {_version_llama_cpp_python(w)}",
-           after=prism_violations),
+           after=prism_violations, concurrency=1),
 ]  # fmt: skip
 
 # The server family each target's transcripts belong to (tests/transcripts/<family>/).
@@ -536,6 +543,8 @@ def run_suite(work: Work, target: Target, spec: str, url: str, key: str) -> dict
     ]  # fmt: skip
     if target.vocab_size:
         cmd += ["--vocab-size", str(target.vocab_size)]
+    if target.concurrency:
+        cmd += ["--concurrency", str(target.concurrency)]
     # Every exchange is saved, redacted, as a transcript (record_transcripts.py); promote
     # the telling ones into tests/transcripts/ with promote_transcript.py.
     env = dict(
