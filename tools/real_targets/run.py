@@ -716,9 +716,15 @@ def main(argv: list[str] | None = None) -> int:
                 if args.serve:
                     _serve(target, servers[0], key, args.serve)
                     continue
-                for spec in target.specs:
-                    if spec not in specs:
-                        continue
+                for i, spec in enumerate(s for s in target.specs if s in specs):
+                    if i:
+                        # A fresh server per spec: llama-cpp-python keeps generating an
+                        # unlimited (max_tokens: 0) answer after its client left, and the
+                        # next run's first request timed out behind it.
+                        for server in servers:
+                            server.stop()
+                        servers = target.start(work, prep, key)
+                        log(f"{target.name}: restarted at {servers[0].url}")
                     entry = run_suite(work, target, spec, servers[0].url, key)
                     entry["version"] = version
                     if target.after is not None and entry.get("results"):
