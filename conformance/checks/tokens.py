@@ -68,9 +68,16 @@ def generated_counts(ctx: Context, choices: Labelled) -> list[tuple[str, dict[st
 
 
 def single_choice_count(ctx: Context, ans: Answer) -> int | None:
-    """completion_tokens when it counts exactly one choice's tokens (one prompt, n=1)."""
+    """completion_tokens when it counts exactly one choice's tokens (one prompt, n=1).
+
+    A stream's usage counts only when include_usage asked for it: unasked, it may be a
+    placeholder (LiteLLM puts zeros on every chunk), STREAM-USAGE-UNREQUESTED's finding.
+    """
     best_of = ctx.case.body.get("best_of")
     if len(ctx.case.prompts) != 1 or ctx.case.n != 1 or (is_int(best_of) and best_of > 1):
+        return None
+    options = ctx.case.body.get("stream_options")
+    if ans.stream and not (isinstance(options, dict) and options.get("include_usage") is True):
         return None
     done = (ans.usage or {}).get("completion_tokens")
     return done if is_int(done) else None
