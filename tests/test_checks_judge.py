@@ -187,6 +187,34 @@ def test_end_of_text_token_at_max_tokens_with_stop_is_legal() -> None:
     assert failed(judge(AIHUBMIX, stream_exchange(case, chunks))) == set()
 
 
+def test_stop_at_max_tokens_measured_by_usage_alone_is_legal() -> None:
+    # llama-server counts the end-of-text token it sampled (recorded: transcripts
+    # llama.cpp/eot-by-logit-bias-stop-at-max-tokens-no-logprobs); without logprobs the
+    # usage count cannot show that token, so "stop" there is not judged.
+    case = req(max_tokens=4)
+    body = completion_for(case)
+    assert body["usage"]["completion_tokens"] == 4
+    body["choices"][0]["finish_reason"] = "stop"
+    assert failed(body_findings(case, body)) == set()
+    body["choices"][0]["finish_reason"] = "content_filter"
+    assert failed(body_findings(case, body)) == {"FINISH-LENGTH"}
+
+
+def test_unrequested_stream_usage_is_no_count_for_the_finish() -> None:
+    # LiteLLM's zeroed usage on every chunk, include_usage not asked (recorded: transcripts
+    # litellm/stream-forward-length-by-placeholder-usage): "length" is not judged by it.
+    case = req(stream=True, max_tokens=4)
+    chunks = chunks_for(case)
+    for chunk in chunks:  # four tokens that render as no text (lone UTF-8 bytes)
+        chunk["usage"] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        for choice in chunk["choices"]:
+            choice["text"] = ""
+    chunks[-1]["choices"][0]["finish_reason"] = "length"
+    findings = judge(AIHUBMIX, stream_exchange(case, chunks))
+    assert "STREAM-USAGE-UNREQUESTED" in failed(findings)
+    assert "STREAM-FINISH-LENGTH" not in failed(findings)
+
+
 # -- both sides of each quantity ---------------------------------------------------------
 
 

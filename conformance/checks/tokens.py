@@ -70,9 +70,15 @@ def generated_counts(ctx: Context, choices: Labelled) -> list[tuple[str, dict[st
 
 
 def single_choice_count(ctx: Context, ans: Answer) -> int | None:
-    """completion_tokens when it counts exactly one choice's tokens (one prompt, n=1)."""
+    """completion_tokens when it counts exactly one choice's tokens (one prompt, n=1).
+
+    A stream's usage counts only when include_usage asked for it: unasked, it may be a
+    placeholder (LiteLLM puts zeros on every chunk), STREAM-USAGE-UNREQUESTED's finding.
+    """
     best_of = ctx.case.int_param("best_of")
     if len(ctx.case.prompts) != 1 or ctx.case.n != 1 or (is_int(best_of) and best_of > 1):
+        return None
+    if ans.stream and not include_usage(ctx):
         return None
     done = (ans.usage or {}).get("completion_tokens")
     return done if is_int(done) else None
@@ -345,8 +351,10 @@ def finish_length(ctx: Context, ans: Answer) -> None:
     counts = {name: count for name, _, count in generated_counts(ctx, finished)}
     # A usage count that falls short of the text is USAGE-COMPLETION-TOKENS's: not a measure.
     single = single_choice_count(ctx, ans) if undercount(ctx, ans) is None else None
+    by_usage = ""
     if single is not None and len(finished) == 1 and finished[0][0] not in counts:
-        counts[finished[0][0]] = single
+        by_usage = finished[0][0]
+        counts[by_usage] = single
     allowed = finish_reasons(ctx.spec) + declared_finish_reasons(ctx.spec.stream_chunk_schema)
     for name, choice in finished:
         reason, count = choice.get("finish_reason"), counts.get(name)
@@ -357,9 +365,13 @@ def finish_length(ctx: Context, ans: Answer) -> None:
         if reached and reason != "length":
             # A stop sequence found inside the last allowed token ends the choice with
             # "stop" (OpenAI does so), and so does an end-of-text token listed in logprobs.
+            # A usage count alone cannot show that token: llama.cpp counts the end-of-text
+            # it sampled as the max_tokens-th token and rightly says "stop".
             lp = choice.get("logprobs")
             tokens = arrays(lp).get("tokens", []) if isinstance(lp, dict) else []
-            if reason == "stop" and limit > 0 and (stops(ctx) or unrendered_end(choice, tokens)):
+            hidden_end = name == by_usage and count == limit
+            ended = stops(ctx) or unrendered_end(choice, tokens) or hidden_end
+            if reason == "stop" and limit > 0 and ended:
                 continue
             what = "max_tokens=0" if limit == 0 else f"max_tokens={limit} ({count} tokens)"
             raise Violation(
