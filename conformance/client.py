@@ -191,17 +191,43 @@ class Client:
         """
         waited = 0.0
         retries = 0
+        queued: Exchange | None = None  # the answer that timed out in a crowd, if any
         while True:
             started = self.throttle.acquire()
-            limited = False
+            if queued is not None and self.throttle.queue_disproved:
+                # Another request already timed out alone: the target is silent, not
+                # busy. This one's time-out stands, without another wait.
+                self.throttle.release(started, rate_limited=False)
+                queued.notes.append(
+                    f"{queued.transport_error} while other requests were in flight; not sent "
+                    "again alone: another request got no first byte alone either"
+                )
+                return queued
+            limited = queued_out = False
             try:
                 exchange = attempt()
                 self._scrub(exchange)
                 exchange.retries = retries
                 delay = retry_after(exchange)
                 limited = exchange.status == 429 or delay is not None
+                # No first byte while other sends were in flight: the time may have gone
+                # to the target's queue, not to this request. Once per send, it goes
+                # again alone; alone and still silent, the time-out is a finding.
+                timed_out = exchange.bound == "ttfb"
+                queued_out = queued is None and timed_out and self.throttle.crowded()
+                if queued is not None and timed_out:
+                    self.throttle.queue_disproved = True
             finally:
-                self.throttle.release(started, rate_limited=limited)
+                self.throttle.release(started, rate_limited=limited, queued_out=queued_out)
+            if queued_out:
+                queued = exchange
+                retries += 1  # on the wire twice: the budget counts both
+                continue
+            if queued is not None:
+                exchange.notes.append(
+                    f"{queued.transport_error} while other requests were in flight; "
+                    "sent again alone (the concurrency limit dropped to 1)"
+                )
             if (
                 delay is None
                 or retries >= self.retry.max_retries

@@ -35,19 +35,37 @@ def available() -> bool:
         return False
 
 
+_preloading: list[threading.Thread] = []
+
+
 def preload() -> None:
     """Start importing the openai package on a thread of its own, now.
 
     For a run with senders in flight: the import overlaps the target's latency instead of
-    holding a send slot (an SDK send waits for it on the import lock).
+    holding a send slot. Every use of the package first waits for that import to end
+    (``_imported``): two threads importing one package at once can see it half
+    initialised.
     """
-    threading.Thread(
-        target=importlib.import_module, args=("openai",), name="conformance-import-openai"
-    ).start()
+    if not _preloading:
+        thread = threading.Thread(
+            target=importlib.import_module,
+            args=("openai",),
+            name="conformance-import-openai",
+            daemon=True,
+        )
+        _preloading.append(thread)
+        thread.start()
+
+
+def _imported() -> None:
+    """Wait for a preload in progress, so this thread never imports openai beside it."""
+    for thread in _preloading:
+        thread.join()
 
 
 def _http_module() -> Any:
     """The HTTP library the installed openai package is built on (httpx or a fork)."""
+    _imported()
     import openai
 
     base = next(c for c in type.mro(openai.DefaultHttpxClient)[1:] if c.__name__ == "Client")
@@ -147,6 +165,7 @@ def _tee_transport(
 
 def send(client: Client, case: Case) -> Exchange:
     """Send ``case`` through the openai SDK; the Exchange carries the SDK's view in ``sdk``."""
+    _imported()
     import openai
 
     http = _http_module()

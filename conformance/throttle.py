@@ -13,6 +13,9 @@ across threads:
   that started before the last cut do not cut again) and grows by one after ``limit``
   successes in a row: AIMD, as TCP does, so a target that rate-limits by concurrency
   settles near what it accepts. When the gate reopens, only ``limit`` waiters go.
+* **queueing**: a send that got no first byte in time while other sends were in flight
+  may have spent its time in the target's queue (llama-cpp-python serves one request at
+  a time): the limit drops to 1, and the client sends it once more, alone.
 
 It also keeps the memory budget shared by the answers being held: each exchange bounds
 its own size (``Limits.max_bytes``), but 32 hostile answers at once would hold 32 times
@@ -59,6 +62,7 @@ class ClientStats:
     concurrency_limit: int  # the adaptive limit at the end
     min_concurrency_limit: int  # the lowest it went
     rate_limited: int  # answers that were rate-limit signals (429, or 503 + Retry-After)
+    queue_retries: int  # first-byte time-outs under load, sent again alone
 
     def to_dict(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -85,6 +89,10 @@ class Throttle:
         self.retries = 0
         self.reconnects = 0
         self.rate_limited = 0
+        self.queue_retries = 0
+        #: A request sent again alone got no first byte either: time-outs are the
+        #: target's silence, not its queue, and are no longer sent again.
+        self.queue_disproved = False
 
     def acquire(self) -> float:
         """Wait until a send may start; returns its start time (a ticket for ``release``)."""
@@ -93,6 +101,7 @@ class Throttle:
             self._admit()
             self._in_flight += 1
             self._peak = max(self._peak, self._in_flight)
+            self._mine.crowded = self._in_flight > 1
         # Pacing outside the lock; the pacer holds its own. A gate that closed while we
         # waited for our slot is waited out too, keeping the slot we have.
         self.pacer.wait()
@@ -112,10 +121,25 @@ class Throttle:
             else:
                 return
 
-    def release(self, started: float, *, rate_limited: bool) -> None:
-        """A send that started at ``started`` ended; ``rate_limited``: it was told to slow down."""
+    def crowded(self) -> bool:
+        """Whether this thread's current send shared the target with others (at its start
+        or its end): a time-out it met may be time spent queued behind them."""
+        with self._cond:
+            return bool(getattr(self._mine, "crowded", False)) or self._in_flight > 1
+
+    def release(self, started: float, *, rate_limited: bool, queued_out: bool = False) -> None:
+        """A send that started at ``started`` ended; ``rate_limited``: it was told to slow
+        down; ``queued_out``: it timed out waiting for a first byte while crowded, and is
+        sent again alone (the limit drops to 1 and grows back as sends succeed)."""
         with self._cond:
             self._in_flight -= 1
+            if queued_out:
+                self.queue_retries += 1
+                self._limit = self._min_limit = 1
+                self._successes = 0
+                self._last_cut = time.monotonic()
+                self._cond.notify_all()
+                return
             if rate_limited:
                 self.rate_limited += 1
                 self._successes = 0
@@ -172,4 +196,5 @@ class Throttle:
                 concurrency_limit=self._limit,
                 min_concurrency_limit=self._min_limit,
                 rate_limited=self.rate_limited,
+                queue_retries=self.queue_retries,
             )

@@ -8,6 +8,7 @@ and the rest get 429 with Retry-After.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -215,3 +216,70 @@ def test_serial_sends_never_meet_the_shared_budget() -> None:
                     max_bytes_held=8 * MIB)  # fmt: skip
     exchanges, _ = endless_streams(1, 4, limits)
     assert [ex.bound for ex in exchanges] == ["max-bytes"] * 4
+
+
+class OneAtATime:
+    """A behaviour: serves one request at a time, each in ``hold`` seconds; the others
+    wait in its queue (a server with one slot), and a queued request whose client went
+    away is dropped when its turn comes (as llama-server and vLLM cancel on disconnect)."""
+
+    def __init__(self, hold: float) -> None:
+        self.hold = hold
+        self.ok = respond("200 OK", OK)
+        self.slot = threading.Lock()
+
+    def __call__(self, server: RawServer, conn: object, request: bytes) -> None:
+        with self.slot:
+            if _gone(conn):
+                return
+            server.stopping.wait(self.hold)
+            self.ok(server, conn, request)  # type: ignore[arg-type]
+
+
+def _gone(conn: object) -> bool:
+    """The client closed the connection (a peek reads end of stream)."""
+    sock: socket.socket = conn  # type: ignore[assignment]
+    try:
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def test_a_first_byte_time_out_spent_in_the_targets_queue_is_not_a_finding(
+    serve: Servers,
+) -> None:
+    """6 at once to a one-slot target whose queue outlasts the first-byte bound: each
+    request that timed out in the crowd is sent again alone and answered; the limit fell."""
+    server = serve.start(OneAtATime(hold=0.25))
+    limits = Limits(ttfb=0.6, gap=2.0, total=5.0)
+    client = Client(server.url, api_key=API_KEY, limits=limits, concurrency=6)
+    exchanges = pooled(client, 6, 6)
+    assert [ex.status for ex in exchanges] == [200] * 6
+    again = [ex for ex in exchanges if ex.notes]
+    assert again and all("sent again alone" in ex.notes[0] for ex in again)
+    assert all(ex.retries == 1 for ex in again)
+    stats = client.stats
+    assert stats.queue_retries == len(again) and stats.min_concurrency_limit == 1
+
+
+def test_a_silent_target_is_not_waited_for_once_per_request(serve: Servers) -> None:
+    """A target that never answers: the first request sent again alone times out too,
+    and the others' time-outs then stand without a second wait (bounded: ~2 bounds)."""
+    server = serve.start(OneAtATime(hold=60.0))
+    limits = Limits(ttfb=0.3, gap=2.0, total=5.0)
+    client = Client(server.url, api_key=API_KEY, limits=limits, concurrency=6)
+    exchanges = pooled(client, 6, 6)
+    assert all(ex.bound == "ttfb" and ex.status is None for ex in exchanges)
+    assert client.stats.queue_retries == 6
+    assert sum("not sent again alone" in " ".join(ex.notes) for ex in exchanges) == 5
+    assert client.throttle.queue_disproved
+
+
+def test_a_time_out_alone_is_a_finding_at_once(serve: Servers) -> None:
+    """Serial sends: nothing else was in flight, so a time-out is not retried."""
+    server = serve.start(OneAtATime(hold=60.0))
+    client = Client(server.url, api_key=API_KEY, limits=Limits(ttfb=0.3), concurrency=1)
+    ex = client.send(case())
+    assert ex.bound == "ttfb" and ex.notes == [] and client.stats.queue_retries == 0
