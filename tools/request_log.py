@@ -31,7 +31,6 @@ import copy
 import json
 import re
 import secrets
-import signal
 import sys
 import threading
 from collections.abc import Iterator
@@ -52,7 +51,7 @@ from openapi_core.validation.request.exceptions import (
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from conformance.reference.flavors import FLAVORS, ApiError, dumps, envelope
-from conformance.reference.server import ReferenceServer
+from conformance.reference.server import ReferenceServer, serve_until_signalled
 
 CASE_HEADER = "x-conformance-case"
 OPERATION = "/v1/completions"
@@ -61,6 +60,8 @@ OPERATION = "/v1/completions"
 
 
 def _mappings(node: Any) -> Iterator[dict[str, Any]]:
+    # conformance.spec has the same walker; this module stays apart from the suite's
+    # spec code on purpose (it is the independent side of the proof).
     if isinstance(node, dict):
         yield node
         for value in node.values():
@@ -387,15 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # one line, no traceback: bad input or a port in use
         print(f"ERROR: {type(exc).__name__}: {str(exc)[:300]}", file=sys.stderr)
         return 4
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    print(f"logging target at {url}/v1, log: {args.log} (Ctrl-C stops it)", flush=True)
-    try:
-        while not stop.wait(0.5):
-            pass
-    finally:
-        server.stop()
+    serve_until_signalled(server, f"logging target at {url}/v1, log: {args.log} (Ctrl-C stops it)")
     return 0
 
 

@@ -10,14 +10,12 @@ Ctrl-C stops it. Bad input ends with one ``ERROR:`` line and exit status 4.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 from typing import NoReturn
 
 from conformance.reference.faults import FAULTS
 from conformance.reference.flavors import FLAVORS
-from conformance.reference.server import ReferenceServer
+from conformance.reference.server import ReferenceServer, serve_until_signalled
 
 BAD_INPUT = 4
 
@@ -97,17 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         url = server.start()
     except (OSError, RuntimeError) as exc:
         _fail(f"cannot serve on {args.host}:{args.port}: {exc}")
-    stop = threading.Event()
-    # Handled explicitly: a shell may start background jobs with SIGINT ignored.
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
     faults = f", faults: {', '.join(sorted(args.fault))}" if args.fault else ""
-    print(f"reference target ({args.flavor}{faults}) at {url}/v1 (Ctrl-C stops it)", flush=True)
-    try:
-        while not stop.wait(0.5):
-            pass
-    finally:
-        server.stop()
+    serve_until_signalled(
+        server, f"reference target ({args.flavor}{faults}) at {url}/v1 (Ctrl-C stops it)"
+    )
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import threading
 import time
@@ -118,3 +119,20 @@ class ReferenceServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def serve_until_signalled(server: ReferenceServer, banner: str) -> None:
+    """Print ``banner`` and keep ``server`` up until SIGINT or SIGTERM, then stop it.
+
+    The signals are handled explicitly: a shell may start background jobs with SIGINT
+    ignored, and such a server must still stop on Ctrl-C's signal.
+    """
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    print(banner, flush=True)
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        server.stop()
