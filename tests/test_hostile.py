@@ -35,7 +35,9 @@ from conformance.plugin import SUITE_DIR
 from conformance.results import Finding
 from conformance.spec import load_spec
 
-LIMITS = Limits(ttfb=0.5, gap=0.5, total=1.5, max_bytes=1 * MIB, max_events=1000)
+# Bounds wide enough that a head or an event 50 ms apart never meets them on a loaded CI
+# machine (0.5 s did: a late head read as a first-byte time-out, not the gap under test).
+LIMITS = Limits(ttfb=1.0, gap=1.0, total=2.5, max_bytes=1 * MIB, max_events=1000)
 # Scheduling noise on a loaded CI machine, on top of the bound that should end the wait.
 SLACK = 1.0
 
@@ -60,10 +62,10 @@ def judged(ex: Exchange) -> dict[str, Finding]:
 
 # (behaviour, streamed request, failing requirement, words in its message, bound in seconds)
 SCENARIOS: list[tuple[str, Behaviour, bool, str, str, float]] = [
-    ("never answers", silent, False, "HTTP-COMPLETE", "time to first byte exceeded 0.5 s", 0.5),
-    ("head, then stall", headers_then_stall, False, "HTTP-COMPLETE", "gap between reads", 0.5),
+    ("never answers", silent, False, "HTTP-COMPLETE", "time to first byte exceeded 1 s", 1.0),
+    ("head, then stall", headers_then_stall, False, "HTTP-COMPLETE", "gap between reads", 1.0),
     ("endless SSE", endless_sse, True, "HTTP-COMPLETE", "more than 1000 events", 0.0),
-    ("endless slow SSE", slow_endless_sse, True, "HTTP-COMPLETE", "longer than 1.5 s", 1.5),
+    ("endless slow SSE", slow_endless_sse, True, "HTTP-COMPLETE", "longer than 2.5 s", 2.5),
     ("endless plain body", endless_plain, False, "HTTP-COMPLETE", "larger than 1048576", 0.0),
     ("100 MB body", huge_body, False, "HTTP-COMPLETE", "larger than 1048576", 0.0),
     (
