@@ -13,7 +13,9 @@ the closing lines come last (terminal.py). Bad input ends the run with one ``ERR
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,17 +41,42 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "conformance: a test of the conformance suite")
     if not suite_requested(config):
         return
-    from conformance.assembly import BadInput, assemble
+    with _plain_imports(config):
+        from conformance.assembly import BadInput, assemble
 
-    try:
-        assembled = assemble(setup_from(config))
-    except BadInput as exc:
-        raise pytest.UsageError(f"conformance: {exc}") from None
+        try:
+            assembled = assemble(setup_from(config))
+        except BadInput as exc:
+            raise pytest.UsageError(f"conformance: {exc}") from None
     config.add_cleanup(assembled.close)
     session = SuiteSession(config, assembled)
     config.stash[STATE] = session
     config.pluginmanager.register(session, "conformance-session")
     config.add_cleanup(lambda: config.pluginmanager.unregister(session))
+
+
+@contextmanager
+def _plain_imports(config: pytest.Config) -> Iterator[None]:
+    """Modules first imported inside are not assertion-rewritten by pytest.
+
+    pytest rewrites every module of every installed distribution with a ``pytest11`` entry
+    point (hypothesis, anyio, this package...) and keeps the result as bytecode beside the
+    source. Where no bytecode is written (PYTHONDONTWRITEBYTECODE, usual in containers and
+    CI; a read-only site-packages), that is ~150 modules parsed and compiled again on every
+    run: about 2 s of CPU, the larger part of a default run's fixed cost (benchmarks §8c).
+    Library code gains nothing from rewritten asserts; the suite's test modules are
+    imported later, at collection, and are rewritten as usual.
+    """
+    hook = getattr(config.pluginmanager, "rewrite_hook", None)
+    if hook is None or hook not in sys.meta_path:
+        yield
+        return
+    where = sys.meta_path.index(hook)
+    sys.meta_path.remove(hook)
+    try:
+        yield
+    finally:
+        sys.meta_path.insert(where, hook)
 
 
 def suite_test(scenario: Scenario) -> Callable[..., None]:

@@ -166,3 +166,32 @@ def test_collect_only_sends_no_request(
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*tests collected*"])
     assert [label for label in sent if label != "preflight"] == []
+
+
+REWRITE_PROBE = """
+import sys
+
+def pytest_collection_finish(session):
+    for name in ("hypothesis.core", "httpx._client", "conformance.engine",
+                 "conformance.test_completions"):
+        rewritten = "@pytest_ar" in vars(sys.modules[name])
+        print(f"probe: {name} rewritten={rewritten}")
+"""
+
+
+def test_the_suite_imports_library_code_without_assertion_rewriting(
+    pytester: pytest.Pytester,
+) -> None:
+    """Where no bytecode is written, pytest would parse and compile again on every run each
+    module of hypothesis, anyio and this package (~2 s of CPU); only the suite's test
+    modules are rewritten."""
+    pytester.makepyfile(probe_rewrite=REWRITE_PROBE)
+    result = run_suite(pytester, "-p", "probe_rewrite", "--collect-only")
+    result.stdout.fnmatch_lines(
+        [
+            "probe: hypothesis.core rewritten=False",
+            "probe: httpx._client rewritten=False",
+            "probe: conformance.engine rewritten=False",
+            "probe: conformance.test_completions rewritten=True",
+        ]
+    )
