@@ -1,6 +1,7 @@
 """Benchmark: wall time of the README's main command, ``pytest conformance``.
 
     python benchmarks/bench_default_run.py [--runs N] [--variants warm,cold] [--json OUT]
+        [--baseline DIR]
 
 Runs ``pytest conformance`` against the embedded reference target, once per spec
 (``--spec aihubmix``, the default, and ``--spec nscale``), interleaved, with reports
@@ -12,6 +13,9 @@ the checkout's own reports and pytest cache are left alone. Two environments:
 * cold: the environment as given. Where PYTHONDONTWRITEBYTECODE is set (this sandbox,
   many CI images) pytest rewrites the assertions of every module of every installed
   pytest plugin's distribution (hypothesis, schemathesis, ours) on every run.
+
+With ``--baseline DIR`` (a ``git archive`` of an older commit, unpacked), the same
+commands run in that tree too, interleaved with this one's: a before/after on one machine.
 
 Reported: wall and CPU seconds, median (min-max), and the requests each run spent.
 Goal: under 60 s on 2 cores.
@@ -36,38 +40,43 @@ GOAL_S = 60.0
 def main(argv: list[str] | None = None) -> int:
     ap = bench.parser(__doc__, runs=5)
     ap.add_argument("--variants", default="warm,cold", help="warm, cold or both")
+    ap.add_argument("--baseline", type=Path, help="also run the suite of this source tree")
     args = ap.parse_args(argv)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     info = bench.machine()
     bench.print_machine(info)
     runs: dict[str, list[dict[str, Any]]] = {}
+    trees = {"ours": bench.ROOT, **({"baseline": args.baseline} if args.baseline else {})}
     with tempfile.TemporaryDirectory(prefix="bench-default-") as tmp:
         report_dir = Path(tmp)
-        bench.run_timed(
-            bench.suite_cmd(report_dir, spec="aihubmix"), env=bench.bench_env()
-        )  # fills the warm cache
+        for root in trees.values():  # fills the warm cache
+            bench.run_timed(
+                bench.suite_cmd(report_dir, spec="aihubmix"), env=bench.bench_env(), cwd=root
+            )
         for i in range(args.runs):
-            for variant in variants if i % 2 == 0 else list(reversed(variants)):
-                for spec in SPECS if i % 2 == 0 else reversed(SPECS):
-                    timed = bench.run_timed(
-                        bench.suite_cmd(report_dir, spec=spec),
-                        env=bench.bench_env(cold=variant == "cold"),
-                    )
-                    spent = json.loads((report_dir / "results.json").read_text())["spent"]
-                    m = {
-                        "wall_s": timed.wall,
-                        "cpu_s": timed.cpu,
-                        "requests": spent["requests"],
-                        "returncode": timed.returncode,
-                    }
-                    runs.setdefault(f"{spec} {variant}", []).append(m)
-                    print(
-                        f"  run {i + 1} {spec:8s} {variant}: {timed.wall:6.2f} s wall, "
-                        f"{timed.cpu:5.2f} s CPU, {spent['requests']} requests, "
-                        f"exit {timed.returncode}"
-                    )
-                    if timed.returncode != 0:
-                        print(bench.tail(timed.stdout + timed.stderr))
+            order = [(t, v, s) for t in trees for v in variants for s in SPECS]
+            for tree, variant, spec in order if i % 2 == 0 else reversed(order):
+                timed = bench.run_timed(
+                    bench.suite_cmd(report_dir, spec=spec),
+                    env=bench.bench_env(cold=variant == "cold"),
+                    cwd=trees[tree],
+                )
+                spent = json.loads((report_dir / "results.json").read_text())["spent"]
+                m = {
+                    "wall_s": timed.wall,
+                    "cpu_s": timed.cpu,
+                    "requests": spent["requests"],
+                    "returncode": timed.returncode,
+                }
+                name = f"{spec} {variant}" if tree == "ours" else f"{spec} {variant} {tree}"
+                runs.setdefault(name, []).append(m)
+                print(
+                    f"  run {i + 1} {name:24s}: {timed.wall:6.2f} s wall, "
+                    f"{timed.cpu:5.2f} s CPU, {spent['requests']} requests, "
+                    f"exit {timed.returncode}"
+                )
+                if timed.returncode != 0:
+                    print(bench.tail(timed.stdout + timed.stderr))
     result = {
         name: {
             "wall_s": bench.summary([r["wall_s"] for r in rs]),
@@ -83,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         [
             [
                 f"pytest conformance --spec {name.split()[0]}",
-                name.split()[1],
+                " ".join(name.split()[1:]),
                 bench.fmt_range(r["wall_s"]),
                 bench.fmt_range(r["cpu_s"]),
                 r["requests"],

@@ -13,9 +13,7 @@ the closing lines come last (terminal.py). Bad input ends the run with one ``ERR
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,13 +39,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "conformance: a test of the conformance suite")
     if not suite_requested(config):
         return
-    with _plain_imports(config):
-        from conformance.assembly import BadInput, assemble
+    _rewrite_no_library(config)
+    from conformance.assembly import BadInput, assemble
 
-        try:
-            assembled = assemble(setup_from(config))
-        except BadInput as exc:
-            raise pytest.UsageError(f"conformance: {exc}") from None
+    try:
+        assembled = assemble(setup_from(config))
+    except BadInput as exc:
+        raise pytest.UsageError(f"conformance: {exc}") from None
     config.add_cleanup(assembled.close)
     session = SuiteSession(config, assembled)
     config.stash[STATE] = session
@@ -55,28 +53,28 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(lambda: config.pluginmanager.unregister(session))
 
 
-@contextmanager
-def _plain_imports(config: pytest.Config) -> Iterator[None]:
-    """Modules first imported inside are not assertion-rewritten by pytest.
+def _rewrite_no_library(config: pytest.Config) -> None:
+    """From here on, pytest assertion-rewrites no installed library, only test modules.
 
     pytest rewrites every module of every installed distribution with a ``pytest11`` entry
     point (hypothesis, anyio, this package...) and keeps the result as bytecode beside the
     source. Where no bytecode is written (PYTHONDONTWRITEBYTECODE, usual in containers and
-    CI; a read-only site-packages), that is ~150 modules parsed and compiled again on every
+    CI; a read-only site-packages) that is ~150 modules parsed and compiled again on every
     run: about 2 s of CPU, the larger part of a default run's fixed cost (benchmarks §8c).
-    Library code gains nothing from rewritten asserts; the suite's test modules are
-    imported later, at collection, and are rewritten as usual.
+    It was also a crash: a module first imported during the run (the openai SDK's anyio
+    modules, a lazily imported check) was rewritten on a worker thread while another was
+    rewritten elsewhere, and CPython 3.11's ``ast`` is not thread-safe ("AST constructor
+    recursion depth mismatch"). Library code gains nothing from rewritten asserts; the
+    suite's ``test_*.py`` modules match pytest's file patterns and are still rewritten, at
+    collection, on the main thread. The marks are pytest's private state: where a pytest
+    version lacks them, nothing changes but the cost.
     """
     hook = getattr(config.pluginmanager, "rewrite_hook", None)
-    if hook is None or hook not in sys.meta_path:
-        yield
-        return
-    where = sys.meta_path.index(hook)
-    sys.meta_path.remove(hook)
-    try:
-        yield
-    finally:
-        sys.meta_path.insert(where, hook)
+    marked = getattr(hook, "_must_rewrite", None)
+    cache = getattr(hook, "_marked_for_rewrite_cache", None)
+    if isinstance(marked, set) and isinstance(cache, dict):
+        marked.clear()
+        cache.clear()
 
 
 def suite_test(scenario: Scenario) -> Callable[..., None]:
