@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from conformance.engine import ItemOutcome, ItemRun
     from conformance.scenarios import Scenario
 
-__all__ = ["SUITE_DIR", "Suite", "raise_outcome", "suite_test"]
+__all__ = ["SUITE_DIR", "Suite", "raise_outcome", "rewrite_no_library", "suite_test"]
 STATE = pytest.StashKey["SuiteSession"]()
 ITEM_KEY = pytest.StashKey["ItemRun"]()
 
@@ -39,7 +39,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "conformance: a test of the conformance suite")
     if not suite_requested(config):
         return
-    _rewrite_no_library(config)
+    rewrite_no_library(config)
     from conformance.assembly import BadInput, assemble
 
     try:
@@ -53,7 +53,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(lambda: config.pluginmanager.unregister(session))
 
 
-def _rewrite_no_library(config: pytest.Config) -> None:
+def rewrite_no_library(config: pytest.Config) -> None:
     """From here on, pytest assertion-rewrites no installed library, only test modules.
 
     pytest rewrites every module of every installed distribution with a ``pytest11`` entry
@@ -66,14 +66,17 @@ def _rewrite_no_library(config: pytest.Config) -> None:
     rewritten elsewhere, and CPython 3.11's ``ast`` is not thread-safe ("AST constructor
     recursion depth mismatch"). Library code gains nothing from rewritten asserts; the
     suite's ``test_*.py`` modules match pytest's file patterns and are still rewritten, at
-    collection, on the main thread. The marks are pytest's private state: where a pytest
-    version lacks them, nothing changes but the cost.
+    collection, on the main thread, and pytest's own helpers (``_pytest.*``, e.g. pytester's
+    assertions) keep theirs. The marks are pytest's private state: where a pytest version
+    lacks them, nothing changes but the cost. (Not in the project's own tests: their
+    in-process pytester runs mark hypothesis again, and pytest warns, an error there, when
+    a marked module was imported unrewritten.)
     """
     hook = getattr(config.pluginmanager, "rewrite_hook", None)
     marked = getattr(hook, "_must_rewrite", None)
     cache = getattr(hook, "_marked_for_rewrite_cache", None)
     if isinstance(marked, set) and isinstance(cache, dict):
-        marked.clear()
+        marked.difference_update({name for name in marked if name.split(".")[0] != "_pytest"})
         cache.clear()
 
 
