@@ -185,7 +185,7 @@ def test_the_suite_runs_library_code_without_assertion_rewriting(
     """Where no bytecode is written, pytest would parse and compile again on every run each
     module of hypothesis, anyio and this package (~2 s of CPU), some on worker threads,
     where CPython 3.11's ast is not thread-safe. Only the suite's test modules are
-    rewritten: also the modules first imported during the run (sdk, openai's anyio)."""
+    rewritten; modules first imported during the run (sdk, openai's anyio) are not."""
     pytester.makepyfile(probe_rewrite=REWRITE_PROBE)
     result = run_suite(pytester, "-p", "probe_rewrite", "--report-dir", str(pytester.path))
     assert result.ret == 0, result.stdout.str()
