@@ -133,3 +133,5 @@ def test_console_script_runs_the_suite_from_elsewhere(wheel: Path, tmp_path: Pat
     assert run.returncode == 7, run.stdout + run.stderr
     assert "verdict: incomplete" in run.stdout
     assert (elsewhere / "out" / "results.json").is_file()
+    # Not even pytest's "already imported, cannot be rewritten" about this package.
+    assert "warning" not in (run.stdout + run.stderr).lower(), run.stdout + run.stderr
