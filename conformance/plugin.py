@@ -146,6 +146,11 @@ class SuiteSession:
         self.config = config
         self.assembled = assembled
         self.closing: list[str] = []
+        self.passed = False
+        self.tests_deselected = 0
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self.tests_deselected += len(items)
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         """Keep only this shard's slice of the suite (every N-th item, in collection order)."""
@@ -235,16 +240,26 @@ class SuiteSession:
         keep = verdict.word == "error" and exitstatus not in (0, 1)
         session.exitstatus = exitstatus if keep else verdict.exit_code
         results = self.assembled.results
-        self.closing = closing_lines(verdict, results, self.assembled.spec, written, [])
+        self.passed = verdict.word == "passed"
+        self.closing = closing_lines(
+            verdict,
+            results,
+            self.assembled.spec,
+            written,
+            [],
+            tests_deselected=self.tests_deselected,
+        )
 
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_terminal_summary(self, terminalreporter: Any) -> Iterator[None]:
-        """After pytest's failures and short summary: the conformance lines, verdict last."""
-        yield
-        if self.closing:
-            terminalreporter.write_sep("-", "conformance")
-            for line in self.closing:
-                terminalreporter.write_line(line)
+    def pytest_unconfigure(self) -> None:
+        """After pytest's own footer ("3 passed, 24 skipped", green even when the verdict
+        is not): the conformance lines, verdict last, in the verdict's colour."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if not self.closing or reporter is None:
+            return
+        reporter.write_sep("-", "conformance")
+        for line in self.closing[:-1]:
+            reporter.write_line(line)
+        reporter.write_line(self.closing[-1], green=self.passed, red=not self.passed, bold=True)
 
 
 def _runner_error(exitstatus: int, *, failing: bool) -> str | None:

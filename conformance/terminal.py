@@ -1,21 +1,30 @@
-"""The run's closing lines: what was spent and seen, what failed, what went untested, the
-report files, and the verdict last, so that it never scrolls away above pytest's summary."""
+"""The run's closing lines, printed after pytest's own summary so that pytest's footer
+("3 passed, 24 skipped") is never the last word: what was spent and seen, what failed
+(deciding and advisory), the capabilities not offered, what was not run or not tested and
+why, the report files, one line of counts, and the verdict last."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
 
-from conformance.engine import status_summary
+from conformance.engine import SKIPPED, status_summary
 from conformance.results import Results
 from conformance.spec import Spec
 from conformance.verdict import Verdict
 
 SHOWN = 12  # untested requirements listed one per line; the rest are counted
+SHOWN_IDS = 8  # deselected requirement IDs named on their line
 
 
 def closing_lines(
-    verdict: Verdict, results: Results, spec: Spec, reports: Iterable[Path], notes: Iterable[str]
+    verdict: Verdict,
+    results: Results,
+    spec: Spec,
+    reports: Iterable[Path],
+    notes: Iterable[str],
+    *,
+    tests_deselected: int = 0,
 ) -> list[str]:
     lines = [*notes, status_summary(results, spec)]
     if "baseline" in results.meta:
@@ -23,22 +32,81 @@ def closing_lines(
 
         lines.append(baseline_line(results.meta["baseline"]))
         lines += [f"baseline warning: {w}" for w in results.meta.get("baseline_warnings", [])]
+    deciding = {rid for rid, _, _ in verdict.failed}
     for rid, failed, checked in verdict.failed:
-        tally = results.tallies[rid]
-        lines.append(f"failed: {rid} [{tally.level}] on {failed} of {checked} exchange(s)")
+        level = results.tallies[rid].level
+        lines.append(f"failed {level}: {rid} on {failed} of {checked} exchange(s)")
+    advisory = [t for t in results.tallies.values() if t.failed and t.id not in deciding]
+    for t in advisory:
+        why = "known: in the baseline" if t.level == "MUST" else "advisory: does not decide"
+        lines.append(f"failed {t.level} ({why}): {t.id} on {t.failed} of {t.checked} exchange(s)")
+    errored = [t for t in results.tallies.values() if t.errored]
+    lines += [
+        f"suite error: the check of {t.id} raised on {t.errored} exchange(s)" for t in errored
+    ]
+    missing = {
+        f: e for f, e in sorted(results.capabilities.items()) if e.get("outcome") != "offered"
+    }
+    for feature, entry in missing.items():
+        detail = f" ({entry['detail']})" if entry.get("detail") else ""
+        lines.append(f"capability {feature}: {entry.get('outcome', '?')}{detail}")
+    lines += _not_run(results, tests_deselected)
     untested = verdict.coverage.untested
     shard = f" (in shard {results.meta['shard']})" if "shard" in results.meta else ""
     for u in untested[:SHOWN]:
         lines.append(f"untested MUST{shard}: {u.id}: {u.reason}")
     if len(untested) > SHOWN:
         lines.append(f"untested MUST: ... and {len(untested) - SHOWN} more (see the reports)")
+    deselected = verdict.coverage.deselected
+    if deselected:
+        named = ", ".join(deselected[:SHOWN_IDS]) + (", ..." if len(deselected) > SHOWN_IDS else "")
+        lines.append(
+            f"deselected: {len(deselected)} MUST requirement(s) by --checks/--skip-checks "
+            f"(not tested, not counted): {named}"
+        )
     if verdict.coverage.not_applicable:
         n = len(verdict.coverage.not_applicable)
         lines.append(
             f"not applicable: {n} MUST requirement(s), each with its reason in the reports"
         )
     lines += [f"report: {path}" for path in reports]
+    counts: dict[str, int] = {}
+    for rid in deciding:
+        what = f"{results.tallies[rid].level} failed"
+        counts[what] = counts.get(what, 0) + 1
+    for t in advisory:
+        what = f"{t.level} failed ({'known' if t.level == 'MUST' else 'advisory'})"
+        counts[what] = counts.get(what, 0) + 1
+    counts |= {
+        "suite error(s)": len(errored),
+        "capability(ies) not offered": len(missing),
+        "MUST untested": len(untested),
+        "MUST deselected": len(deselected),
+        "MUST not applicable": len(verdict.coverage.not_applicable),
+    }
+    shown = [f"{n} {what}" for what, n in counts.items() if n]
+    lines.append("counts: " + (", ".join(shown) or "nothing failed, untested or left out"))
     lines.append(verdict_line(verdict, results))
+    return lines
+
+
+def _not_run(results: Results, tests_deselected: int) -> list[str]:
+    """What was not run, and why: skipped scenarios (with the requirements they leave
+    unjudged) and suite tests deselected on pytest's side (-k, -m, --shard...)."""
+    lines, seen = [], set()
+    for entry in results.meta.get(SKIPPED, []):
+        reason = str(entry.get("reason", ""))
+        if reason in seen:
+            continue
+        seen.add(reason)
+        covers = entry.get("covers") or []
+        leaves = f" (leaves {', '.join(covers)} unjudged)" if covers else ""
+        lines.append(f"not run: a scenario was skipped: {reason}{leaves}")
+    if tests_deselected:
+        lines.append(
+            f"not run: {tests_deselected} suite test(s) deselected (pytest -k/-m, --shard); "
+            "their requirements count as untested unless another test judged them"
+        )
     return lines
 
 

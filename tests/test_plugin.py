@@ -103,7 +103,7 @@ def test_a_partial_run_is_incomplete_and_a_v1_base_url_is_used_once(
             "untested MUST: RESP-SCHEMA: no exchange of this run exercised it",
         ]
     )
-    assert out[-2].startswith("verdict: incomplete (") and "MUST requirement(s) untested" in out[-2]
+    assert out[-1].startswith("verdict: incomplete (") and "MUST requirement(s) untested" in out[-1]
     meta = json.loads((tmp_path / "results.json").read_text())["meta"]
     assert meta["verdict"] == "incomplete"
     assert {"id": "RESP-SCHEMA", "reason": "no exchange of this run exercised it"} in meta[
@@ -123,10 +123,41 @@ def test_verdict_comes_last_after_the_short_summary(
     assert result.ret == 1
     out = result.stdout.lines
     last_failed = max(i for i, line in enumerate(out) if line.startswith("FAILED "))
+    stats = max(i for i, line in enumerate(out) if " failed" in line and line.startswith("="))
     verdict = next(i for i, line in enumerate(out) if line.startswith("verdict: "))
-    assert last_failed < verdict == len(out) - 2, "only pytest's own stats line follows"
+    assert last_failed < stats < verdict == len(out) - 1, "pytest's own footer comes before"
     assert out[verdict].startswith("verdict: failed (1 requirement(s) failed: RESP-ID)")
-    assert any(line.startswith("failed: RESP-ID [MUST] on ") for line in out[last_failed:verdict])
+    assert any(line.startswith("failed MUST: RESP-ID on ") for line in out[stats:verdict])
+
+
+def test_terminal_shows_advisory_failures_capabilities_and_what_was_left_out(
+    pytester: pytest.Pytester, targets: Targets, tmp_path: Path
+) -> None:
+    """What the reports show, the screen shows: a SHOULD failure that does not decide, a
+    capability the target ignores, requirements deselected by --checks and tests by -k;
+    after pytest's footer, verdict last."""
+    url = targets.get("aihubmix", "choices-ignore-n", "missing-request-id-header").server.url
+    result = pytester.runpytest_inprocess(
+        str(SUITE_DIR), *QUICK, *target_args(url), "-k", "test_capabilities",
+        "--checks", "REQUEST-ID-HEADER,RESP-SCHEMA", "--report-dir", str(tmp_path),
+    )  # fmt: skip
+    out = result.stdout.lines
+    # Nothing that decides failed: the SHOULD is advisory, n is not required, the probes
+    # exercised RESP-SCHEMA, and deselected MUSTs have their stated reason.
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "*= 1 passed, 26 deselected in *",  # pytest's footer, green...
+            "*- conformance -*",  # ...then ours
+            "failed SHOULD (advisory: does not decide): REQUEST-ID-HEADER on * exchange(s)",
+            "capability n: ignored (*",
+            "not run: 26 suite test(s) deselected (pytest -k/-m, --shard)*",
+            "deselected: * MUST requirement(s) by --checks/--skip-checks*",
+            "report: *summary.md",
+            "counts: 1 SHOULD failed (advisory), 1 capability(ies) not offered, *MUST deselected*",
+        ]
+    )
+    assert out[-1].startswith("verdict: passed; ")
 
 
 def test_required_capabilities_not_offered_fail_the_run(
