@@ -2,8 +2,9 @@
 
 Written beside the other reports on every run (``reports.write_all``); in GitHub Actions,
 ``cat summary.md >> "$GITHUB_STEP_SUMMARY"`` shows it on the job's page. It says the
-verdict, the coverage (what was not tested, and why), the failed requirements with one
-example each, the suite defects, the baseline diff and the capability table. Every
+verdict, the failed requirements with one example each, the suite defects, what was not
+tested and why, the capability table and the baseline diff first; the errata and policies
+folded at the end. Every
 target-supplied text goes through ``reports.markdown.cell`` (inert, one line).
 """
 
@@ -70,21 +71,8 @@ def summary_markdown(results: Results) -> str:
         + f" · {int(results.spent.get('requests', 0))} requests,"
         f" {int(results.spent.get('tokens', 0))} tokens",
     ]
-    lines += ["", cell(registry_line(meta))]
     for warning in meta.get("baseline_warnings") or []:
         lines += ["", f"> ⚠️ baseline: {cell(warning)}"]
-    coverage = coverage_of(results)
-    tested = sum(1 for t in results.tallies.values() if t.checked)
-    lines += ["", "### Coverage", ""]
-    lines.append(
-        f"{tested} of {len(results.tallies)} requirements tested; "
-        f"{len(coverage.untested)} untested, {len(coverage.not_applicable)} not applicable, "
-        f"{len(coverage.deselected)} deselected."
-        + ("" if coverage.recorded else " (This run recorded no coverage.)")
-    )
-    if coverage.untested:
-        lines += ["", "Untested (untested is not passed):", ""]
-        lines += table(["Requirement", "Why"], coverage.untested)
     rows = ordered(results.tallies.values())
     errors = [t for t in rows if status_of(t, strict=strict) == ERROR]
     if errors:
@@ -112,6 +100,31 @@ def summary_markdown(results: Results) -> str:
         )
     else:
         lines.append("None.")
+    coverage = coverage_of(results)
+    tested = sum(1 for t in results.tallies.values() if t.checked)
+    lines += ["", "### Not tested", ""]
+    lines.append(
+        f"{tested} of {len(results.tallies)} requirements tested; "
+        f"{len(coverage.untested)} untested, {len(coverage.not_applicable)} not applicable, "
+        f"{len(coverage.deselected)} deselected."
+        + ("" if coverage.recorded else " (This run recorded no coverage.)")
+    )
+    if coverage.untested:
+        lines += ["", "Untested (untested is not passed):", ""]
+        lines += table(["Requirement", "Why"], coverage.untested)
+    skipped = {str(e.get("reason", "")) for e in meta.get("skipped_scenarios") or []}
+    if skipped:
+        lines += ["", "Scenarios not run: " + "; ".join(cell(r) for r in sorted(skipped)) + "."]
+    if coverage.deselected:
+        lines += [
+            "",
+            "Deselected (--checks/--skip-checks): "
+            + ", ".join(f"`{cell(d)}`" for d in coverage.deselected),
+        ]
+    caps = capability_rows(results)
+    if caps:
+        lines += ["", "### Capabilities (one probe per feature)", ""]
+        lines += table(["Feature", "Outcome", "Detail"], caps)
     baseline = meta.get("baseline")
     if isinstance(baseline, dict):
         lines += ["", "### Baseline", ""]
@@ -121,10 +134,6 @@ def summary_markdown(results: Results) -> str:
         )
         if baseline.get("new"):
             lines += ["", "New fingerprints: " + ", ".join(f"`{cell(f)}`" for f in baseline["new"])]
-    caps = capability_rows(results)
-    if caps:
-        lines += ["", "### Capabilities (one probe per feature)", ""]
-        lines += table(["Feature", "Outcome", "Detail"], caps)
     lat = latency_summary(results.latency, meta.get("concurrency"))
     if lat["streams"]:
         parts = [
@@ -139,6 +148,15 @@ def summary_markdown(results: Results) -> str:
             + "; ".join(parts)
             + f"; {lat['buffered']} look buffered.",
         ]
+    # What the suite corrected and how it read open points: available, folded away.
+    lines += [
+        "",
+        "<details><summary>Spec errata applied and suite policies in force</summary>",
+        "",
+        cell(registry_line(meta)),
+        "",
+        "</details>",
+    ]
     return "\n".join(lines) + "\n"
 
 
