@@ -1,7 +1,7 @@
 """``completions-conformance``: the suite's own command line, with pytest behind it.
 
     completions-conformance [run] [OPTIONS] [-- PYTEST-OPTIONS]
-    completions-conformance serve|merge|compare ...
+    completions-conformance serve|merge|compare|gate ...
 
 ``run`` (the default) is ``pytest --pyargs conformance`` with the given options: the same
 options, behaviour and exit codes as ``pytest conformance`` in a checkout. Its ``--help``
@@ -9,7 +9,8 @@ shows the suite's options grouped by what a user decides (target, selection, spe
 reports) and the verdicts with their exit codes; pytest's own ~400 lines of options are
 one ``--help-pytest`` away, and pytest options may be given anywhere or after ``--``.
 ``serve`` is ``python -m conformance.reference``, ``merge`` is ``conformance-merge``,
-``compare`` is ``conformance-compare``.
+``compare`` is ``conformance-compare``; ``gate`` runs shards, merges them and posts the
+summary (conformance/gate.py, the GitHub Action's step).
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ def help_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         usage=f"{PROG} [run] [OPTIONS] [-- PYTEST-OPTIONS]\n"
-        f"       {PROG} serve|merge|compare [--help] ...",
+        f"       {PROG} serve|merge|compare|gate [--help] ...",
         description="Test an OpenAI-compatible POST /v1/completions API against its OpenAPI\n"
         "document; write junit.xml, report.html, results.json and summary.md; exit with\n"
         "the verdict. Without --target-url it tests the embedded reference target.",
@@ -162,6 +163,8 @@ other jobs:
       one report and one verdict from the shards of a run (conformance-merge)
   {PROG} compare RUN.json... [--names a,b] [--html F] [--md F]
       compare runs against several targets side by side (conformance-compare)
+  {PROG} gate [--shards N] [--baseline FILE] OPTIONS...
+      a CI gate: shards at once, merged, summary to $GITHUB_STEP_SUMMARY (the Action)
 
 The reports (default reports/out/) say what failed, what was not tested and why.
 """
@@ -203,11 +206,18 @@ def _compare(args: list[str]) -> int:
     return main(args)
 
 
+def _gate(args: list[str]) -> int:
+    from conformance.gate import main
+
+    return main(args)
+
+
 SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
     "run": run,
     "serve": _serve,
     "merge": _merge,
     "compare": _compare,
+    "gate": _gate,
 }
 
 

@@ -57,7 +57,8 @@ def test_help_shows_every_suite_option_and_every_exit_code(
 
 @pytest.mark.parametrize(
     ("command", "prog"),
-    [("serve", "conformance.reference"), ("merge", "conformance-merge"), ("compare", "conformance-compare")],
+    [("serve", "conformance.reference"), ("merge", "conformance-merge"), ("compare", "conformance-compare"),
+     ("gate", "completions-conformance gate")],
 )  # fmt: skip
 def test_subcommands_are_the_existing_tools(
     command: str, prog: str, capsys: pytest.CaptureFixture[str]

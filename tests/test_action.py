@@ -1,0 +1,134 @@
+"""The GitHub Action (action.yml): its steps' scripts run here, end to end, against the
+embedded reference target, with a fake $GITHUB_STEP_SUMMARY and $GITHUB_OUTPUT."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from support import API_KEY, Targets
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / ".github" / "action"
+
+
+def _action() -> dict:
+    return yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+
+
+def _gate(
+    tmp_path: Path, **inputs: str
+) -> tuple[subprocess.CompletedProcess[str], dict[str, str], str]:
+    """Run the gate step as the Action does: inputs as environment variables."""
+    summary, output = tmp_path / "step_summary.md", tmp_path / "output.txt"
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_OUTPUT": str(output),
+        "MODEL": "reference-model",
+        "EXTRA_ARGS": "--max-examples 2",
+        **inputs,
+    }
+    run = subprocess.run(
+        [str(SCRIPTS / "gate.sh")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
+    return run, outputs, summary.read_text(encoding="utf-8") if summary.exists() else ""
+
+
+def _verdict_step(outputs: dict[str, str]) -> int:
+    env = {
+        **os.environ,
+        "EXIT_CODE": outputs.get("exit-code", ""),
+        "VERDICT": outputs.get("verdict", ""),
+    }
+    return subprocess.run([str(SCRIPTS / "verdict.sh")], env=env, capture_output=True).returncode
+
+
+def test_action_declares_its_inputs_and_never_puts_an_input_into_shell_text() -> None:
+    action = _action()
+    assert {
+        "target-url", "model", "spec", "api-key", "shards", "baseline",
+        "require-capabilities", "python-version", "suite",
+    } <= set(action["inputs"])  # fmt: skip
+    steps = action["runs"]["steps"]
+    assert action["runs"]["using"] == "composite"
+    for step in steps:
+        # Inputs reach scripts as environment variables only (no injection, no echo).
+        assert "${{" not in step.get("run", ""), step
+    text = (ROOT / "action.yml").read_text()
+    assert (
+        text.count("inputs.api-key") == 1 and "CONFORMANCE_API_KEY: ${{ inputs.api-key }}" in text
+    )
+    install = next(s for s in steps if s.get("name", "").startswith("Install"))
+    assert "$GITHUB_ACTION_PATH" in install["run"]  # the Action's own checkout, anywhere
+    assert any(s.get("uses", "").startswith("actions/upload-artifact@") for s in steps)
+    for script in re.findall(r"\.github/action/[\w.]+", text):
+        assert os.access(ROOT / script, os.X_OK), script
+
+
+def test_passing_verdict_in_two_shards(targets: Targets, tmp_path: Path) -> None:
+    url = targets.get("aihubmix").server.url
+    run, outputs, summary = _gate(tmp_path, TARGET_URL=url, SHARDS="2", CONFORMANCE_API_KEY=API_KEY)
+    assert outputs["verdict"] == "passed", run.stdout + run.stderr
+    assert outputs["exit-code"] == "0" and run.returncode == 0
+    assert summary.startswith("## Completions conformance: ✅ PASSED")
+    assert (tmp_path / "conformance-report" / "report.html").is_file()
+    assert (tmp_path / "conformance-report" / "shard-2" / "results.json").is_file()
+    assert _verdict_step(outputs) == 0
+    # The key never appears: not in the log, the summary, nor any report.
+    written = [
+        p.read_text(errors="replace")
+        for p in (tmp_path / "conformance-report").rglob("*")
+        if p.is_file()
+    ]
+    assert all(API_KEY not in text for text in [run.stdout, run.stderr, summary, *written])
+
+
+def test_failing_verdict_fails_the_job(targets: Targets, tmp_path: Path) -> None:
+    url = targets.get("aihubmix", "empty-id").server.url
+    quick = "--max-examples 1 --checks RESP-ID -k valid_requests"
+    run, outputs, summary = _gate(
+        tmp_path, TARGET_URL=url, CONFORMANCE_API_KEY=API_KEY, EXTRA_ARGS=quick
+    )
+    assert outputs["verdict"] == "failed", run.stdout + run.stderr
+    assert "## Completions conformance: ❌ FAILED" in summary and "`RESP-ID`" in summary
+    assert run.returncode == 0, "the gate step passes so that the reports are uploaded"
+    assert _verdict_step(outputs) == 1
+
+
+def test_unreachable_target_is_named_in_the_summary(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed once the block ends: nothing listens there
+    run, outputs, summary = _gate(tmp_path, TARGET_URL=f"http://127.0.0.1:{port}", SHARDS="2")
+    assert outputs["verdict"] == "bad-input" and outputs["exit-code"] == "4", run.stdout
+    assert "⛔ NOT RUN" in summary and "2 of 2 shard(s) wrote no results" in summary
+    for k in (1, 2):
+        assert re.search(rf"- shard {k}/2: exit 4: ERROR: conformance: cannot connect to ", summary)
+    assert _verdict_step(outputs) == 4
+
+
+def test_gitlab_include_runs_the_same_gate() -> None:
+    job = yaml.safe_load((ROOT / "ci" / "gitlab-ci.yml").read_text())[".completions-conformance"]
+    assert any("completions-conformance gate" in line for line in job["script"])
+    assert job["artifacts"]["when"] == "always"
+
+
+@pytest.mark.parametrize("shards", ["0", "x"])
+def test_bad_shards_input_is_one_error_line(tmp_path: Path, shards: str) -> None:
+    run, outputs, _ = _gate(tmp_path, TARGET_URL="http://127.0.0.1:9", SHARDS=shards)
+    assert outputs["exit-code"] in ("2", "4") and "Traceback" not in run.stderr
+    assert _verdict_step(outputs) != 0
