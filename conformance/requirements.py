@@ -7,7 +7,7 @@ failure). ``applies`` says which exchanges a requirement judges, so every exchan
 judged by every requirement that applies to it: tokens cost money.
 
 Each requirement names the evidence it rests on, and its level follows that evidence
-(DESIGN.md): a server habit (what OpenAI happens to do) is never a MUST. ``scope`` says
+(docs/design.md): a server habit (what OpenAI happens to do) is never a MUST. ``scope`` says
 why a requirement cannot apply under a given spec (the spec does not declare the
 feature), so a run can report it as not applicable instead of untested.
 """
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 class Level(StrEnum):
-    """How much a requirement weighs in the verdict (DESIGN.md)."""
+    """How much a requirement weighs in the verdict (docs/design.md)."""
 
     MUST = "MUST"
     SHOULD = "SHOULD"

@@ -57,7 +57,7 @@ from conformance.policies import (
 OPERATION_PATH = "/v1/completions"
 BUILTIN_SPECS = ("nscale", "aihubmix")
 # Response fields that real servers send as null although OpenAPI 3.0 documents type them
-# as non-nullable (DESIGN.md): tolerated at MUST level, reported at SHOULD level.
+# as non-nullable (docs/design.md): tolerated at MUST level, reported at SHOULD level.
 NULLED_FIELDS = ("logprobs", "finish_reason", "usage", "param")
 
 Schema = dict[str, Any]

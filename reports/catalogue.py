@@ -41,7 +41,7 @@ def render_catalogue() -> str:
         + ", ".join(f"{levels.get(level, 0)} {level}" for level in LEVELS)
         + ". A MUST failure fails the run; a SHOULD failure fails it only with `--strict-should`; "
         "a CAPABILITY the target declines with a proper 4xx is not a failure "
-        '(see DESIGN.md, "Requirement levels"). IDs are stable: reports, baselines and '
+        '(see docs/design.md, "Requirement levels and evidence tiers"). IDs are stable: reports, baselines and '
         "`--checks` / `--skip-checks` refer to them. Evidence: spec-schema, spec-text, "
         "client-visible (the openai SDK or a common client breaks) or server-habit (what "
         "OpenAI happens to do; never a MUST).",

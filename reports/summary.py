@@ -58,7 +58,7 @@ def is_strict(results: Results) -> bool:
 
 
 def deciding_levels(*, strict: bool) -> frozenset[str]:
-    """The levels whose failures fail the run (DESIGN.md, "Requirement levels")."""
+    """The levels whose failures fail the run (docs/design.md, "Requirement levels and evidence tiers")."""
     return frozenset({Level.MUST.value} | ({Level.SHOULD.value} if strict else set()))
 
 
@@ -148,7 +148,7 @@ def evidence_label(tally: Tally) -> str:
 
 
 def area_rank(area: str) -> tuple[int, str]:
-    """Sort key that keeps the areas in DESIGN order and puts unknown ones last."""
+    """Sort key that keeps the areas in requirements.AREAS order and puts unknown ones last."""
     return (AREAS.index(area), "") if area in AREAS else (len(AREAS), area)
 
 
@@ -158,7 +158,7 @@ def ordered(tallies: Iterable[Tally]) -> list[Tally]:
 
 
 def areas_of(used: Iterable[str]) -> list[str]:
-    """Every area the DESIGN names, plus any other area in ``used``."""
+    """Every area of ``requirements.AREAS``, plus any other area in ``used``."""
     extra = set(used) - set(AREAS)
     return [*AREAS, *sorted(extra)]
 

@@ -126,7 +126,7 @@ def test_junit_parses_and_has_one_testcase_per_requirement(tmp_path: Path) -> No
         "MUST-FAIL",
         "MUST-UNTESTED",
         "untested",  # the coverage testcase: passes when nothing was left untested
-    ]  # grouped by area in DESIGN order
+    ]  # grouped by area in requirements.AREAS order
     assert {c.get("name"): c.get("classname") for c in cases}["MUST-FAIL"] == "streaming"
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("6", "1", "1")
     assert root.get("failures") == "1"

@@ -1,7 +1,7 @@
 """Replay every wire transcript of tests/transcripts/ through the judge, offline.
 
 Each transcript names the exact set of requirements that must fail on it (MUST and
-SHOULD), written from the contract (DESIGN.md levels and evidence tiers), not from what
+SHOULD), written from the contract (docs/design.md levels and evidence tiers), not from what
 the judge happens to say. Where today's judge disagrees, the transcript says so in
 ``judge_gap`` and its test is a strict xfail: the fix of the judge turns it into a pass
 (and the strict xfail into a failure that asks for the ``judge_gap`` note to go).
