@@ -27,8 +27,8 @@ from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
-import yaml
 from jsonschema.exceptions import ValidationError, best_match
 from openapi_schema_validator import (
     OAS30Validator,
@@ -53,9 +53,21 @@ from conformance.policies import (
     Policy,
     active_policies,
 )
+from conformance.spec_source import (
+    Fetch,
+    Source,
+    SourceError,
+    fetch_source,
+    file_source,
+    is_url,
+    parse,
+    target_source,
+)
 
 OPERATION_PATH = "/v1/completions"
-BUILTIN_SPECS = ("nscale", "aihubmix")
+BUILTIN_SPECS = ("nscale", "aihubmix", "openai")
+#: ``--spec target``: the document the target publishes (spec_source.TARGET_DOCUMENT_PATHS).
+TARGET_SPEC = "target"
 # Response fields that real servers send as null although OpenAPI 3.0 documents type them
 # as non-nullable (DESIGN.md): tolerated at MUST level, reported at SHOULD level.
 NULLED_FIELDS = ("logprobs", "finish_reason", "usage", "param")
@@ -75,45 +87,122 @@ def specs_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "specs"
 
 
-def load_spec(name_or_path: str, *, strict: bool = False) -> Spec:
-    """Load a vendored spec by name (``nscale``, ``aihubmix``) or any document by path."""
-    if name_or_path in BUILTIN_SPECS:
-        path = specs_dir() / f"{name_or_path}.yaml"
-        name = name_or_path
-    else:
+def read_source(name_or_path: str, fetch: Fetch | None = None) -> Source:
+    """The document's bytes: a vendored name, a path, an http(s) URL or ``target``."""
+    try:
+        if name_or_path in BUILTIN_SPECS:
+            return file_source(specs_dir() / f"{name_or_path}.yaml", name_or_path)
+        if name_or_path == TARGET_SPEC:
+            return target_source(fetch or Fetch())
+        if is_url(name_or_path):
+            return fetch_source(name_or_path, fetch or Fetch())
         path = Path(name_or_path)
         if path.suffix not in (".yaml", ".yml", ".json") and not path.exists():
             raise SpecError(
-                f"unknown spec {name_or_path!r}: use one of {', '.join(BUILTIN_SPECS)} "
-                "or the path of an OpenAPI document"
+                f"unknown spec {name_or_path!r}: use one of {', '.join(BUILTIN_SPECS)}, "
+                f"{TARGET_SPEC}, a URL or the path of an OpenAPI document"
             )
-        name = path.stem
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"cannot read spec {str(path)!r}: {exc.strerror or exc}") from None
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise SpecError(f"spec {str(path)!r} is not valid YAML or JSON: {exc}") from None
-    if not isinstance(document, dict):
-        raise SpecError(f"spec {str(path)!r} is not an OpenAPI document")
-    return Spec(name=name, path=path, document=document, strict=strict)
+        return file_source(path, path.stem)
+    except SourceError as exc:
+        raise SpecError(str(exc)) from None
 
 
-def resolve_refs(document: Schema) -> Schema:
-    """Return a copy of ``document`` with every local ``$ref`` inlined (cycles refused)."""
+def load_spec(name_or_path: str, *, strict: bool = False, fetch: Fetch | None = None) -> Spec:
+    """Load a vendored spec by name (``nscale``, ``aihubmix``, ``openai``), any document by
+    path or http(s) URL, or ``target`` (the target's own ``/openapi.json``; ``fetch``
+    says how to reach it)."""
+    source = read_source(name_or_path, fetch)
+    try:
+        document = parse(source, slim_document)
+    except SourceError as exc:
+        raise SpecError(str(exc)) from None
+    return Spec(
+        name=source.name,
+        path=source.path,
+        document=document,
+        strict=strict,
+        origin=source.origin,
+        sha256=source.sha256,
+        base_url=source.url,
+    )
+
+
+def server_paths(document: Schema, base_url: str | None = None) -> list[str]:
+    """The path of each server URL, in order (OpenAPI 3.0/3.1 Server Object).
+
+    Variables take their defaults; a relative URL is relative to where the document was
+    served (``base_url``), else to the host's root; no ``servers`` means ``/``. Paths are
+    returned without a trailing slash (the root is ``""``), ready to prefix a path key.
+    """
+    servers = document.get("servers") or [{"url": "/"}]
+    paths: list[str] = []
+    for server in servers:
+        if not isinstance(server, dict):
+            continue
+        url = str(server.get("url") or "/")
+        for name, variable in (server.get("variables") or {}).items():
+            default = (variable or {}).get("default", "") if isinstance(variable, dict) else ""
+            url = url.replace("{" + str(name) + "}", str(default))
+        path = urlsplit(urljoin(base_url or "http://host/", url)).path
+        path = path.rstrip("/")
+        if path not in paths:
+            paths.append(path)
+    return paths or [""]
+
+
+def locate_operation(document: Schema, base_url: str | None = None) -> tuple[str, str]:
+    """``(server path, path key)`` of the completions operation, or SpecError.
+
+    The operation sits where a server path plus a path key make ``/v1/completions``
+    (``/v1`` + ``/completions`` in OpenAI's document); failing that, the first POST path
+    ending in ``/completions`` other than chat's, under the first server.
+    """
+    paths = document.get("paths") or {}
+    posts = [str(k) for k, v in paths.items() if isinstance(v, dict) and "post" in v]
+    servers = server_paths(document, base_url)
+    for server in servers:
+        for key in posts:
+            if server + key == OPERATION_PATH:
+                return server, key
+    for key in posts:
+        if key.endswith("/completions") and not key.endswith("/chat/completions"):
+            return servers[0], key
+    raise SpecError(f"the document has no POST {OPERATION_PATH} operation")
+
+
+def slim_document(document: Schema) -> Schema:
+    """What the suite reads of a large document: its completions operation with every
+    ``$ref`` inlined, servers, security, the security schemes (cached by digest)."""
+    server, key = locate_operation(document)
+    del server  # the slim form keeps every server: the path is located again on load
+    components = document.get("components") or {}
+    return {
+        "openapi": document.get("openapi"),
+        "info": document.get("info") or {},
+        "servers": document.get("servers") or [],
+        **({"security": document["security"]} if "security" in document else {}),
+        "paths": {key: {"post": resolve_refs(document["paths"][key]["post"], document)}},
+        "components": {
+            "securitySchemes": resolve_refs(components.get("securitySchemes") or {}, document)
+        },
+    }
+
+
+def resolve_refs(node: Any, root: Any = None) -> Any:
+    """Return a copy of ``node`` with every local ``$ref`` (into ``root``, by default the
+    node itself) inlined; cycles refused."""
+    document = node if root is None else root
 
     def lookup(ref: str) -> Any:
         if not ref.startswith("#/"):
             raise SpecError(f"only local $refs are supported, found {ref!r}")
-        node: Any = document
+        target: Any = document
         for part in ref[2:].split("/"):
             part = part.replace("~1", "/").replace("~0", "~")
-            if not isinstance(node, dict) or part not in node:
+            if not isinstance(target, dict) or part not in target:
                 raise SpecError(f"$ref {ref!r} points nowhere")
-            node = node[part]
-        return node
+            target = target[part]
+        return target
 
     def walk(node: Any, seen: tuple[str, ...]) -> Any:
         if isinstance(node, dict):
@@ -129,8 +218,7 @@ def resolve_refs(document: Schema) -> Schema:
             return [walk(v, seen) for v in node]
         return node
 
-    resolved: Schema = walk(document, ())
-    return resolved
+    return walk(node, ())
 
 
 def _nodes(node: Any) -> Iterator[dict[str, Any]]:
@@ -157,24 +245,55 @@ def _allow_null(schema: Schema) -> Schema:
 class Spec:
     """One OpenAPI document as the contract for ``POST /v1/completions``."""
 
-    def __init__(self, *, name: str, path: Path, document: Schema, strict: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        name: str,
+        path: Path,
+        document: Schema,
+        strict: bool = False,
+        origin: str = "",
+        sha256: str = "",
+        base_url: str | None = None,
+    ) -> None:
         self.name = name
         self.path = path
         self.document = document
         self.strict = strict
+        self.origin = origin or str(path)
+        self.sha256 = sha256
         version = str(document.get("openapi", ""))
         if not re.match(r"3\.[01]\.", version):
-            raise SpecError(f"spec {str(path)!r} is not OpenAPI 3.0 or 3.1 (openapi: {version!r})")
+            raise SpecError(
+                f"spec {self.origin!r} is not OpenAPI 3.0 or 3.1 (openapi: {version!r})"
+            )
         self.openapi_version = version
         self.is_31 = version.startswith("3.1")
         info = document.get("info") or {}
         self.title = str(info.get("title", name))
         self.version = str(info.get("version", ""))
-        resolved = resolve_refs(document)
-        operation = ((resolved.get("paths") or {}).get(OPERATION_PATH) or {}).get("post")
+        try:
+            self.server_path, self.path_key = locate_operation(document, base_url)
+        except SpecError:
+            raise SpecError(
+                f"spec {self.origin!r} has no POST {OPERATION_PATH} operation"
+            ) from None
+        #: Where the operation is on the target: the server's path, then the path key.
+        self.operation_path = self.server_path + self.path_key
+        #: The operation path without its last segment ("/v1"): a --target-url ending in
+        #: it is accepted as the base URL.
+        self.path_prefix = self.operation_path.rsplit("/", 1)[0]
+        operation = resolve_refs(document["paths"][self.path_key]["post"], document)
         if not isinstance(operation, dict):
-            raise SpecError(f"spec {str(path)!r} has no POST {OPERATION_PATH} operation")
+            raise SpecError(f"spec {self.origin!r} has no POST {OPERATION_PATH} operation")
         self.operation: Schema = operation
+        resolved = {
+            "components": {
+                "securitySchemes": resolve_refs(
+                    (document.get("components") or {}).get("securitySchemes") or {}, document
+                )
+            }
+        }
         self.errata: list[Erratum] = []
         self.policies: tuple[Policy, ...] = active_policies(strict=strict)
         self._build(resolved)
@@ -486,6 +605,15 @@ class Spec:
             return None
         error = best_match(validator.iter_errors(instance))
         return None if error is None else describe(error)
+
+
+def operation_line(spec: Spec) -> str:
+    """Where the operation is, for the header: ``POST /v1/completions`` and, where the
+    document puts part of it in its server URL, which server path was used."""
+    line = f"POST {spec.operation_path}"
+    if spec.server_path:
+        line += f" (server path {spec.server_path} + path {spec.path_key})"
+    return line
 
 
 def describe(error: ValidationError) -> str:
