@@ -190,6 +190,9 @@ def _header(setup: Setup, spec: Spec, settings: Settings, target: str) -> dict[s
         "suite_version": __version__,
         "errata": [{"id": e.id, "title": e.title, "detail": e.detail} for e in spec.errata],
         "policies": registry(spec),
+        "conventions": [
+            {"id": c.id, "title": c.title, "detail": c.detail} for c in spec.conventions
+        ],
         "model": settings.model,
         "seed": settings.seed,
         "concurrency": settings.concurrency,

@@ -41,10 +41,14 @@ from conformance.errata import (
     ECHO_FIRST_LOGPROB_NOT_NULLABLE,
     EVENT_STREAM_MEDIA_TYPE_UNDECLARED,
     EVENT_STREAM_SCHEMA_IS_ARRAY,
+    EVENT_STREAM_SCHEMA_IS_STRING,
+    FASTAPI_VALIDATION_422,
+    NO_CLIENT_ERRORS_DECLARED,
     NULL_DEFAULT_ON_OBJECT_SCHEMA,
     NULLABLE_IN_OPENAPI_3_1,
     OBJECT_TYPE_BESIDE_STRING_ARRAY_ANYOF,
     STREAM_CHUNK_NULLS_FORBIDDEN,
+    Convention,
     Erratum,
 )
 from conformance.policies import (
@@ -221,6 +225,32 @@ def resolve_refs(node: Any, root: Any = None) -> Any:
     return walk(node, ())
 
 
+def _object_branches(schema: Schema) -> list[Schema]:
+    """The object schemas a chunk may be: the schema itself, or the branches of its
+    top-level anyOf/oneOf (FastAPI's ``anyOf: [Completion, string]``)."""
+    if "properties" in schema:
+        return [schema]
+    branches = schema.get("anyOf") or schema.get("oneOf") or []
+    return [b for b in branches if isinstance(b, dict) and "properties" in b]
+
+
+def _first_schema(response: Any) -> Schema | None:
+    """The schema of a response's first media type that has one."""
+    for media in (response or {}).get("content") or {}:
+        schema = (response["content"][media] or {}).get("schema")
+        if isinstance(schema, dict) and schema:
+            return schema
+    return None
+
+
+def _is_fastapi_validation_error(schema: Schema) -> bool:
+    """FastAPI's HTTPValidationError: ``{"detail": [{"loc", "msg", "type"}, ...]}``."""
+    detail = (schema.get("properties") or {}).get("detail") or {}
+    items = detail.get("items") or {}
+    fields = set(items.get("required") or ()) | set(items.get("properties") or ())
+    return schema.get("title") == "HTTPValidationError" or {"loc", "msg", "type"} <= fields
+
+
 def _nodes(node: Any) -> Iterator[dict[str, Any]]:
     """Every mapping in a resolved schema tree, parents first."""
     if isinstance(node, dict):
@@ -326,20 +356,42 @@ class Spec:
         self.stream_media_type: str | None = stream_media
         stream_schema = (ok_content.get(stream_media) or {}).get("schema") if stream_media else None
         self.stream_chunk_schema: Schema | None = copy.deepcopy(stream_schema)
+        #: How this document says things (conformance/errata.py CONVENTIONS); kept under
+        #: --strict-spec, since none of them corrects the document.
+        self.conventions: list[Convention] = []
+        if isinstance(stream_schema, dict) and stream_schema.get("type") == "string":
+            # FastAPI's raw stream: each event is judged by the 200 JSON schema.
+            self.stream_chunk_schema = copy.deepcopy(self.response_schema)
+            self.conventions.append(EVENT_STREAM_SCHEMA_IS_STRING)
         self.required_headers = tuple(
             name for name, h in (ok.get("headers") or {}).items() if (h or {}).get("required")
         )
+        self.validation_error_schema: Schema | None = None
+        schema_422 = _first_schema(responses.get("422"))
+        if schema_422 is not None and _is_fastapi_validation_error(schema_422):
+            self.validation_error_schema = copy.deepcopy(schema_422)
+            self.conventions.append(FASTAPI_VALIDATION_422)
         self.error_schema: Schema | None = None
         self.error_media_types: dict[str, tuple[str, ...]] = {}
         for status, response in responses.items():
-            media = tuple((response or {}).get("content") or {})
-            self.error_media_types[status] = media
+            self.error_media_types[status] = tuple((response or {}).get("content") or {})
+            if status == "422" and self.validation_error_schema is not None:
+                continue  # FastAPI's own answer, not the API's error envelope
             if status != "200" and self.error_schema is None:
-                for m in media:
-                    schema = response["content"][m].get("schema")
-                    if schema:
-                        self.error_schema = copy.deepcopy(schema)
-                        break
+                schema = _first_schema(response)
+                if schema is not None:
+                    self.error_schema = copy.deepcopy(schema)
+        #: The 4xx statuses the document lists as its client errors: not 429 (rate
+        #: limiting) nor FastAPI's automatic 422. ``default`` covers every status.
+        self.client_error_statuses = tuple(
+            s
+            for s in self.declared_statuses
+            if (s == "default" or s[0] == "4")
+            and s != "429"
+            and not (s == "422" and self.validation_error_schema is not None)
+        )
+        if not self.client_error_statuses:
+            self.conventions.append(NO_CLIENT_ERRORS_DECLARED)
         self.security_schemes: dict[str, Any] = (resolved.get("components") or {}).get(
             "securitySchemes"
         ) or {}
@@ -494,11 +546,13 @@ class Spec:
         return bool(validator.is_valid(None))
 
     def _chunk_forbids_nulls(self) -> bool:
-        props = (self.stream_chunk_schema or {}).get("properties") or {}
-        items = (props.get("choices") or {}).get("items") or {}
-        fields = [props.get("usage")] + [
-            (items.get("properties") or {}).get(f) for f in ("finish_reason", "logprobs")
-        ]
+        fields: list[Any] = []
+        for chunk in _object_branches(self.stream_chunk_schema or {}):
+            props = chunk.get("properties") or {}
+            items = (props.get("choices") or {}).get("items") or {}
+            fields += [props.get("usage")] + [
+                (items.get("properties") or {}).get(f) for f in ("finish_reason", "logprobs")
+            ]
         return any(isinstance(f, dict) and not self._accepts_null(f) for f in fields)
 
     def _rewrite_nullable(self) -> None:
@@ -517,15 +571,16 @@ class Spec:
             self.stream_chunk_schema = rewrite(self.stream_chunk_schema)
 
     def _relax_chunk_nulls(self) -> None:
-        chunk = copy.deepcopy(self.stream_chunk_schema) or {}
-        props = chunk.get("properties") or {}
-        if "usage" in props:
-            props["usage"] = self._nullable(props["usage"])
-        items = (props.get("choices") or {}).get("items") or {}
-        for field in ("finish_reason", "logprobs"):
-            if field in (items.get("properties") or {}):
-                items["properties"][field] = self._nullable(items["properties"][field])
-        self.stream_chunk_schema = chunk
+        whole = copy.deepcopy(self.stream_chunk_schema) or {}
+        for chunk in _object_branches(whole):
+            props = chunk.get("properties") or {}
+            if "usage" in props:
+                props["usage"] = self._nullable(props["usage"])
+            items = (props.get("choices") or {}).get("items") or {}
+            for field in ("finish_reason", "logprobs"):
+                if field in (items.get("properties") or {}):
+                    items["properties"][field] = self._nullable(items["properties"][field])
+        self.stream_chunk_schema = whole
 
     def _logprobs_arrays(self) -> list[dict[str, Any]]:
         """The token_logprobs / top_logprobs array schemas of the response schemas."""
@@ -565,6 +620,11 @@ class Spec:
         props: dict[str, Schema] = self.request_schema.get("properties") or {}
         return props
 
+    @property
+    def declares_client_errors(self) -> bool:
+        """Whether the document lists any 4xx of its own (convention no-client-errors-declared)."""
+        return bool(self.client_error_statuses)
+
     def is_declared(self, status: int) -> bool:
         """Whether ``status`` is declared for the operation (``5XX`` ranges and default too)."""
         code = str(status)
@@ -596,6 +656,7 @@ class Spec:
             "response": self._validator(self.response_schema),
             "chunk": self._validator(self.stream_chunk_schema),
             "error": self._validator(self.error_schema),
+            "validation-error": self._validator(self.validation_error_schema),
         }
 
     def validate(self, kind: str, instance: Any) -> str | None:
