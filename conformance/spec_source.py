@@ -140,7 +140,10 @@ def _get(url: str, fetch: Fetch) -> tuple[int, bytes, str]:
 
 
 def _handoff_copy(url: str) -> Path | None:
-    """The controller's copy of ``url``, when this process is one of its workers."""
+    """The controller's copy of ``url``, when this process is one of its xdist workers
+    (a controller, or a second run in the same process, always fetches afresh)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return None
     try:
         handoff = json.loads(os.environ.get(HANDOFF_ENV, "") or "{}")
     except ValueError:

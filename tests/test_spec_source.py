@@ -10,6 +10,7 @@ give ``passed`` against the conformant reference target.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,13 +98,20 @@ def test_a_document_behind_the_key_is_fetched_with_it(docs: tuple[str, Served]) 
     assert served.hits == {"/docs/openapi.yaml": 1}
 
 
-def test_the_run_fetches_once_and_workers_read_its_copy(docs: tuple[str, Served]) -> None:
+def test_the_run_fetches_once_and_workers_read_its_copy(
+    docs: tuple[str, Served], monkeypatch: pytest.MonkeyPatch
+) -> None:
     url, served = docs
     load_spec(f"{url}/docs/openapi.yaml", fetch=FETCH)
     # An xdist worker starts with the controller's environment: no second request.
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
     again = load_spec(f"{url}/docs/openapi.yaml", fetch=Fetch())
     assert served.hits == {"/docs/openapi.yaml": 1}
-    assert Path(json.loads(__import__("os").environ[HANDOFF_ENV])["file"]) == again.path
+    assert Path(json.loads(os.environ[HANDOFF_ENV])["file"]) == again.path
+    # The controller itself (or a second run in one process) fetches afresh.
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    load_spec(f"{url}/docs/openapi.yaml", fetch=FETCH)
+    assert served.hits == {"/docs/openapi.yaml": 2}
 
 
 def test_same_origin_redirects_are_followed(docs: tuple[str, Served]) -> None:
