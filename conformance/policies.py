@@ -148,7 +148,7 @@ def header_lines(spec: Spec) -> list[str]:
 
 def strict_help() -> str:
     """The ``--strict-spec`` help text: what it switches off, by ID."""
-    from conformance.errata import ERRATA  # light: names only, no spec is loaded
+    from conformance.errata import CONVENTIONS, ERRATA  # light: names only, no spec loaded
 
     return (
         "Judge and generate by the documents as written: none of the errata (document "
@@ -157,5 +157,7 @@ def strict_help() -> str:
         + ", ".join(e.id for e in ERRATA)
         + "; and none of the policies (the suite's interpretations) "
         + ", ".join(p.id for p in POLICIES)
-        + " (see specs/README.md)."
+        + ". The conventions of real documents stay on, since they correct nothing: "
+        + ", ".join(c.id for c in CONVENTIONS)
+        + " (see specs/README.md, docs/any-document.md)."
     )
