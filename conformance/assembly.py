@@ -22,7 +22,15 @@ from conformance.engine import Played, Run, Settings, execute, no_verdict_reason
 from conformance.policies import registry
 from conformance.preflight import PreflightFailed, base_url, preflight
 from conformance.results import OBSERVED, Results
-from conformance.spec import BUILTIN_SPECS, Spec, SpecError, load_spec
+from conformance.spec import (
+    BUILTIN_SPECS,
+    OPERATION_PATH,
+    Spec,
+    SpecError,
+    load_spec,
+    operation_line,
+)
+from conformance.spec_source import Fetch
 from conformance.verdict import Verdict, decide
 
 if TYPE_CHECKING:
@@ -88,8 +96,9 @@ def _check_generation(spec: Spec, settings: Settings) -> None:
 
 def assemble(setup: Setup) -> Assembled:
     """Build the run ``setup`` asks for; BadInput when it cannot start."""
+    fetch = Fetch(setup.api_key, setup.headers, setup.limits, setup.target_url)
     try:
-        spec = load_spec(setup.spec, strict=setup.strict_spec)
+        spec = load_spec(setup.spec, strict=setup.strict_spec, fetch=fetch)
     except SpecError as exc:
         raise BadInput(str(exc)) from None
     settings = _checked(setup.settings)
@@ -110,7 +119,7 @@ def assemble(setup: Setup) -> Assembled:
     server, notes = None, []
     api_key = setup.api_key
     if setup.target_url:
-        target, note = base_url(setup.target_url)
+        target, note = base_url(setup.target_url, spec.operation_path, spec.path_prefix)
         notes += [note] if note else []
     else:
         # The embedded default: the reference target of the spec's flavour, with a key of
@@ -119,10 +128,16 @@ def assemble(setup: Setup) -> Assembled:
 
         api_key = "sk-reference-" + secrets.token_hex(12)
         flavor = spec.name if spec.name in BUILTIN_SPECS else "aihubmix"
+        if spec.operation_path != OPERATION_PATH:
+            raise BadInput(
+                f"the embedded target serves POST {OPERATION_PATH}, the spec's operation is "
+                f"POST {spec.operation_path}: pass --target-url"
+            )
         server = ReferenceServer(flavor, api_key=api_key, models=(REFERENCE_MODEL,))
         target = server.start()
     client = Client(
         base_url=target,
+        path=spec.operation_path,
         api_key=api_key,
         media_type=spec.request_media_type,
         extra_headers=dict(setup.headers),
@@ -167,11 +182,17 @@ def _header(setup: Setup, spec: Spec, settings: Settings, target: str) -> dict[s
         "target": target if setup.target_url else "embedded reference target",
         "spec": spec.name,
         "spec_title": f"{spec.title} {spec.version}".strip(),
+        "spec_source": spec.origin,
+        "spec_sha256": spec.sha256,
+        "operation": operation_line(spec),
         "strict_spec": spec.strict,
         "strict": settings.strict,
         "suite_version": __version__,
         "errata": [{"id": e.id, "title": e.title, "detail": e.detail} for e in spec.errata],
         "policies": registry(spec),
+        "conventions": [
+            {"id": c.id, "title": c.title, "detail": c.detail} for c in spec.conventions
+        ],
         "model": settings.model,
         "seed": settings.seed,
         "concurrency": settings.concurrency,

@@ -78,3 +78,53 @@ ERRATA: tuple[Erratum, ...] = (
     STREAM_CHUNK_NULLS_FORBIDDEN,
     ECHO_FIRST_LOGPROB_NOT_NULLABLE,
 )
+
+
+# -- conventions: how real documents say things, not defects ----------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Convention:
+    """A way documents of a common origin say something, read as their tooling means it.
+
+    Unlike an erratum it corrects nothing, so ``--strict-spec`` keeps it: reading
+    FastAPI's ``type: string`` stream schema as a schema for every event would be the
+    suite's mistake, not the document's. Each is detected per document and listed in
+    the header and reports beside the errata and policies.
+    """
+
+    id: str
+    title: str
+    detail: str
+
+
+EVENT_STREAM_SCHEMA_IS_STRING = Convention(
+    "event-stream-schema-is-string",
+    "the event-stream 200 schema is `type: string` (the raw stream)",
+    "FastAPI servers (llama-cpp-python, ...) declare `text/event-stream` as a string: the "
+    "stream as a whole, not the data of one event. Each event's data is judged by the "
+    "200 JSON schema instead, as the non-streamed answer is.",
+)
+FASTAPI_VALIDATION_422 = Convention(
+    "fastapi-validation-422",
+    "422 HTTPValidationError is FastAPI's automatic validation answer",
+    'FastAPI adds a 422 `{"detail": [{"loc", "msg", "type"}]}` response to every '
+    "operation. A 422 answer may carry that body (or the API's error envelope); it is not "
+    "the error envelope of other statuses, and it does not count as the document listing "
+    "its client errors.",
+)
+NO_CLIENT_ERRORS_DECLARED = Convention(
+    "no-client-errors-declared",
+    "no 4xx declared (besides 429 and FastAPI's automatic 422)",
+    "OpenAPI's responses object need not list every status, so an undeclared 4xx is not "
+    "judged here (HTTP-4XX-DECLARED does not apply). Refusals must still be 4xx "
+    "(INVALID-REJECTED, AUTH-REQUIRED, MODEL-NOT-FOUND) in the document's error schema, "
+    'else OpenAI\'s `{"error": {"message": ...}}` envelope (ERROR-ENVELOPE).',
+)
+
+#: Every convention the suite knows, in the order spec.py detects them.
+CONVENTIONS: tuple[Convention, ...] = (
+    EVENT_STREAM_SCHEMA_IS_STRING,
+    FASTAPI_VALIDATION_422,
+    NO_CLIENT_ERRORS_DECLARED,
+)

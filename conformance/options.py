@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 SUITE_DIR = Path(__file__).resolve().parent
 API_KEY_ENV = "CONFORMANCE_API_KEY"
-BUILTIN = ("aihubmix", "nscale")  # spec.BUILTIN_SPECS, without importing the spec model
+BUILTIN = ("aihubmix", "nscale", "openai")  # spec.BUILTIN_SPECS, without importing the spec model
 DEFAULT_CONCURRENCY = 16
 
 
@@ -39,7 +39,8 @@ def add_options(parser: pytest.Parser) -> None:
     add(
         "--spec",
         default="aihubmix",
-        help=f"{' | '.join(BUILTIN)} | PATH of an OpenAPI document (default: aihubmix).",
+        help=f"{' | '.join(BUILTIN)} | PATH or http(s) URL of an OpenAPI document | target "
+        "(the target's own /openapi.json, then /v1/openapi.json) (default: aihubmix).",
     )
     add(
         "--strict-spec",

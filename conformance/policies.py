@@ -100,9 +100,11 @@ def active_policies(*, strict: bool) -> tuple[Policy, ...]:
 
 
 def registry(spec: Spec) -> list[dict[str, Any]]:
-    """Errata applied and policies in force for ``spec``, one entry each, for reports.
+    """Errata applied, policies in force and conventions read for ``spec``, one entry
+    each, for reports.
 
-    Each entry: ``{"kind": "erratum" | "policy", "id", "title", "detail", "switch"}``.
+    Each entry: ``{"kind": "erratum" | "policy" | "convention", "id", "title", "detail",
+    "switch"}`` (a convention has no switch: it corrects nothing).
     """
     entries: list[dict[str, Any]] = [
         {
@@ -118,20 +120,35 @@ def registry(spec: Spec) -> list[dict[str, Any]]:
         {"kind": "policy", "id": p.id, "title": p.title, "detail": p.rationale, "switch": p.switch}
         for p in spec.policies
     ]
+    # Conventions correct nothing, so no switch turns them off (conformance/errata.py).
+    entries += [
+        {"kind": "convention", "id": c.id, "title": c.title, "detail": c.detail, "switch": ""}
+        for c in spec.conventions
+    ]
     return entries
 
 
 def header_lines(spec: Spec) -> list[str]:
-    """Two terminal lines naming the errata and the policies (or saying there are none)."""
+    """Terminal lines naming the errata, the policies and the conventions (or saying there
+    are none), then the document (with its digest) and where its operation is."""
     strict = " (--strict-spec)" if spec.strict else ""
     errata = ", ".join(e.id for e in spec.errata) or "none" + strict
     policies = ", ".join(p.id for p in spec.policies) or "none" + strict
-    return [f"conformance: errata applied: {errata}", f"conformance: policies: {policies}"]
+    from conformance.spec import operation_line  # spec imports this module
+
+    conventions = ", ".join(c.id for c in spec.conventions) or "none"
+    digest = f", sha256 {spec.sha256[:16]}" if spec.sha256 else ""
+    return [
+        f"conformance: errata applied: {errata}",
+        f"conformance: policies: {policies}",
+        f"conformance: conventions of the document: {conventions}",
+        f"conformance: document {spec.origin}{digest}; operation {operation_line(spec)}",
+    ]
 
 
 def strict_help() -> str:
     """The ``--strict-spec`` help text: what it switches off, by ID."""
-    from conformance.errata import ERRATA  # light: names only, no spec is loaded
+    from conformance.errata import CONVENTIONS, ERRATA  # light: names only, no spec loaded
 
     return (
         "Judge and generate by the documents as written: none of the errata (document "
@@ -140,5 +157,7 @@ def strict_help() -> str:
         + ", ".join(e.id for e in ERRATA)
         + "; and none of the policies (the suite's interpretations) "
         + ", ".join(p.id for p in POLICIES)
-        + " (see specs/README.md)."
+        + ". The conventions of real documents stay on, since they correct nothing: "
+        + ", ".join(c.id for c in CONVENTIONS)
+        + " (see specs/README.md, docs/any-document.md)."
     )

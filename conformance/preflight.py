@@ -29,11 +29,14 @@ class PreflightFailed(Exception):
     """The target does not serve completions for this run; the message says why."""
 
 
-def base_url(target_url: str) -> tuple[str, str | None]:
-    """The base URL to send to, and a note when ``target_url`` already held the spec's path."""
+def base_url(
+    target_url: str, operation_path: str = OPERATION_PATH, server_path: str = PATH_PREFIX
+) -> tuple[str, str | None]:
+    """The base URL to send to, and a note when ``target_url`` already held the spec's path
+    (the operation's path, or its server's path prefix: ``/v1`` for every vendored spec)."""
     url = target_url.rstrip("/")
     path = urlsplit(url).path
-    for suffix in (OPERATION_PATH, PATH_PREFIX):
+    for suffix in (operation_path, server_path):
         if suffix and path.endswith(suffix):
             base = url[: -len(suffix)]
             return base, f"using base URL {base} (the spec's {suffix} was already in --target-url)"

@@ -27,8 +27,8 @@ from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
-import yaml
 from jsonschema.exceptions import ValidationError, best_match
 from openapi_schema_validator import (
     OAS30Validator,
@@ -41,10 +41,14 @@ from conformance.errata import (
     ECHO_FIRST_LOGPROB_NOT_NULLABLE,
     EVENT_STREAM_MEDIA_TYPE_UNDECLARED,
     EVENT_STREAM_SCHEMA_IS_ARRAY,
+    EVENT_STREAM_SCHEMA_IS_STRING,
+    FASTAPI_VALIDATION_422,
+    NO_CLIENT_ERRORS_DECLARED,
     NULL_DEFAULT_ON_OBJECT_SCHEMA,
     NULLABLE_IN_OPENAPI_3_1,
     OBJECT_TYPE_BESIDE_STRING_ARRAY_ANYOF,
     STREAM_CHUNK_NULLS_FORBIDDEN,
+    Convention,
     Erratum,
 )
 from conformance.policies import (
@@ -53,9 +57,21 @@ from conformance.policies import (
     Policy,
     active_policies,
 )
+from conformance.spec_source import (
+    Fetch,
+    Source,
+    SourceError,
+    fetch_source,
+    file_source,
+    is_url,
+    parse,
+    target_source,
+)
 
 OPERATION_PATH = "/v1/completions"
-BUILTIN_SPECS = ("nscale", "aihubmix")
+BUILTIN_SPECS = ("nscale", "aihubmix", "openai")
+#: ``--spec target``: the document the target publishes (spec_source.TARGET_DOCUMENT_PATHS).
+TARGET_SPEC = "target"
 # Response fields that real servers send as null although OpenAPI 3.0 documents type them
 # as non-nullable (docs/design.md): tolerated at MUST level, reported at SHOULD level.
 NULLED_FIELDS = ("logprobs", "finish_reason", "usage", "param")
@@ -75,45 +91,122 @@ def specs_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "specs"
 
 
-def load_spec(name_or_path: str, *, strict: bool = False) -> Spec:
-    """Load a vendored spec by name (``nscale``, ``aihubmix``) or any document by path."""
-    if name_or_path in BUILTIN_SPECS:
-        path = specs_dir() / f"{name_or_path}.yaml"
-        name = name_or_path
-    else:
+def read_source(name_or_path: str, fetch: Fetch | None = None) -> Source:
+    """The document's bytes: a vendored name, a path, an http(s) URL or ``target``."""
+    try:
+        if name_or_path in BUILTIN_SPECS:
+            return file_source(specs_dir() / f"{name_or_path}.yaml", name_or_path)
+        if name_or_path == TARGET_SPEC:
+            return target_source(fetch or Fetch())
+        if is_url(name_or_path):
+            return fetch_source(name_or_path, fetch or Fetch())
         path = Path(name_or_path)
         if path.suffix not in (".yaml", ".yml", ".json") and not path.exists():
             raise SpecError(
-                f"unknown spec {name_or_path!r}: use one of {', '.join(BUILTIN_SPECS)} "
-                "or the path of an OpenAPI document"
+                f"unknown spec {name_or_path!r}: use one of {', '.join(BUILTIN_SPECS)}, "
+                f"{TARGET_SPEC}, a URL or the path of an OpenAPI document"
             )
-        name = path.stem
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"cannot read spec {str(path)!r}: {exc.strerror or exc}") from None
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise SpecError(f"spec {str(path)!r} is not valid YAML or JSON: {exc}") from None
-    if not isinstance(document, dict):
-        raise SpecError(f"spec {str(path)!r} is not an OpenAPI document")
-    return Spec(name=name, path=path, document=document, strict=strict)
+        return file_source(path, path.stem)
+    except SourceError as exc:
+        raise SpecError(str(exc)) from None
 
 
-def resolve_refs(document: Schema) -> Schema:
-    """Return a copy of ``document`` with every local ``$ref`` inlined (cycles refused)."""
+def load_spec(name_or_path: str, *, strict: bool = False, fetch: Fetch | None = None) -> Spec:
+    """Load a vendored spec by name (``nscale``, ``aihubmix``, ``openai``), any document by
+    path or http(s) URL, or ``target`` (the target's own ``/openapi.json``; ``fetch``
+    says how to reach it)."""
+    source = read_source(name_or_path, fetch)
+    try:
+        document = parse(source, slim_document)
+    except SourceError as exc:
+        raise SpecError(str(exc)) from None
+    return Spec(
+        name=source.name,
+        path=source.path,
+        document=document,
+        strict=strict,
+        origin=source.origin,
+        sha256=source.sha256,
+        base_url=source.url,
+    )
+
+
+def server_paths(document: Schema, base_url: str | None = None) -> list[str]:
+    """The path of each server URL, in order (OpenAPI 3.0/3.1 Server Object).
+
+    Variables take their defaults; a relative URL is relative to where the document was
+    served (``base_url``), else to the host's root; no ``servers`` means ``/``. Paths are
+    returned without a trailing slash (the root is ``""``), ready to prefix a path key.
+    """
+    servers = document.get("servers") or [{"url": "/"}]
+    paths: list[str] = []
+    for server in servers:
+        if not isinstance(server, dict):
+            continue
+        url = str(server.get("url") or "/")
+        for name, variable in (server.get("variables") or {}).items():
+            default = (variable or {}).get("default", "") if isinstance(variable, dict) else ""
+            url = url.replace("{" + str(name) + "}", str(default))
+        path = urlsplit(urljoin(base_url or "http://host/", url)).path
+        path = path.rstrip("/")
+        if path not in paths:
+            paths.append(path)
+    return paths or [""]
+
+
+def locate_operation(document: Schema, base_url: str | None = None) -> tuple[str, str]:
+    """``(server path, path key)`` of the completions operation, or SpecError.
+
+    The operation sits where a server path plus a path key make ``/v1/completions``
+    (``/v1`` + ``/completions`` in OpenAI's document); failing that, the first POST path
+    ending in ``/completions`` other than chat's, under the first server.
+    """
+    paths = document.get("paths") or {}
+    posts = [str(k) for k, v in paths.items() if isinstance(v, dict) and "post" in v]
+    servers = server_paths(document, base_url)
+    for server in servers:
+        for key in posts:
+            if server + key == OPERATION_PATH:
+                return server, key
+    for key in posts:
+        if key.endswith("/completions") and not key.endswith("/chat/completions"):
+            return servers[0], key
+    raise SpecError(f"the document has no POST {OPERATION_PATH} operation")
+
+
+def slim_document(document: Schema) -> Schema:
+    """What the suite reads of a large document: its completions operation with every
+    ``$ref`` inlined, servers, security, the security schemes (cached by digest)."""
+    server, key = locate_operation(document)
+    del server  # the slim form keeps every server: the path is located again on load
+    components = document.get("components") or {}
+    return {
+        "openapi": document.get("openapi"),
+        "info": document.get("info") or {},
+        "servers": document.get("servers") or [],
+        **({"security": document["security"]} if "security" in document else {}),
+        "paths": {key: {"post": resolve_refs(document["paths"][key]["post"], document)}},
+        "components": {
+            "securitySchemes": resolve_refs(components.get("securitySchemes") or {}, document)
+        },
+    }
+
+
+def resolve_refs(node: Any, root: Any = None) -> Any:
+    """Return a copy of ``node`` with every local ``$ref`` (into ``root``, by default the
+    node itself) inlined; cycles refused."""
+    document = node if root is None else root
 
     def lookup(ref: str) -> Any:
         if not ref.startswith("#/"):
             raise SpecError(f"only local $refs are supported, found {ref!r}")
-        node: Any = document
+        target: Any = document
         for part in ref[2:].split("/"):
             part = part.replace("~1", "/").replace("~0", "~")
-            if not isinstance(node, dict) or part not in node:
+            if not isinstance(target, dict) or part not in target:
                 raise SpecError(f"$ref {ref!r} points nowhere")
-            node = node[part]
-        return node
+            target = target[part]
+        return target
 
     def walk(node: Any, seen: tuple[str, ...]) -> Any:
         if isinstance(node, dict):
@@ -129,8 +222,33 @@ def resolve_refs(document: Schema) -> Schema:
             return [walk(v, seen) for v in node]
         return node
 
-    resolved: Schema = walk(document, ())
-    return resolved
+    return walk(node, ())
+
+
+def _object_branches(schema: Schema) -> list[Schema]:
+    """The object schemas a chunk may be: the schema itself, or the branches of its
+    top-level anyOf/oneOf (FastAPI's ``anyOf: [Completion, string]``)."""
+    if "properties" in schema:
+        return [schema]
+    branches = schema.get("anyOf") or schema.get("oneOf") or []
+    return [b for b in branches if isinstance(b, dict) and "properties" in b]
+
+
+def _first_schema(response: Any) -> Schema | None:
+    """The schema of a response's first media type that has one."""
+    for media in (response or {}).get("content") or {}:
+        schema = (response["content"][media] or {}).get("schema")
+        if isinstance(schema, dict) and schema:
+            return schema
+    return None
+
+
+def _is_fastapi_validation_error(schema: Schema) -> bool:
+    """FastAPI's HTTPValidationError: ``{"detail": [{"loc", "msg", "type"}, ...]}``."""
+    detail = (schema.get("properties") or {}).get("detail") or {}
+    items = detail.get("items") or {}
+    fields = set(items.get("required") or ()) | set(items.get("properties") or ())
+    return schema.get("title") == "HTTPValidationError" or {"loc", "msg", "type"} <= fields
 
 
 def _nodes(node: Any) -> Iterator[dict[str, Any]]:
@@ -157,24 +275,55 @@ def _allow_null(schema: Schema) -> Schema:
 class Spec:
     """One OpenAPI document as the contract for ``POST /v1/completions``."""
 
-    def __init__(self, *, name: str, path: Path, document: Schema, strict: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        name: str,
+        path: Path,
+        document: Schema,
+        strict: bool = False,
+        origin: str = "",
+        sha256: str = "",
+        base_url: str | None = None,
+    ) -> None:
         self.name = name
         self.path = path
         self.document = document
         self.strict = strict
+        self.origin = origin or str(path)
+        self.sha256 = sha256
         version = str(document.get("openapi", ""))
         if not re.match(r"3\.[01]\.", version):
-            raise SpecError(f"spec {str(path)!r} is not OpenAPI 3.0 or 3.1 (openapi: {version!r})")
+            raise SpecError(
+                f"spec {self.origin!r} is not OpenAPI 3.0 or 3.1 (openapi: {version!r})"
+            )
         self.openapi_version = version
         self.is_31 = version.startswith("3.1")
         info = document.get("info") or {}
         self.title = str(info.get("title", name))
         self.version = str(info.get("version", ""))
-        resolved = resolve_refs(document)
-        operation = ((resolved.get("paths") or {}).get(OPERATION_PATH) or {}).get("post")
+        try:
+            self.server_path, self.path_key = locate_operation(document, base_url)
+        except SpecError:
+            raise SpecError(
+                f"spec {self.origin!r} has no POST {OPERATION_PATH} operation"
+            ) from None
+        #: Where the operation is on the target: the server's path, then the path key.
+        self.operation_path = self.server_path + self.path_key
+        #: The operation path without its last segment ("/v1"): a --target-url ending in
+        #: it is accepted as the base URL.
+        self.path_prefix = self.operation_path.rsplit("/", 1)[0]
+        operation = resolve_refs(document["paths"][self.path_key]["post"], document)
         if not isinstance(operation, dict):
-            raise SpecError(f"spec {str(path)!r} has no POST {OPERATION_PATH} operation")
+            raise SpecError(f"spec {self.origin!r} has no POST {OPERATION_PATH} operation")
         self.operation: Schema = operation
+        resolved = {
+            "components": {
+                "securitySchemes": resolve_refs(
+                    (document.get("components") or {}).get("securitySchemes") or {}, document
+                )
+            }
+        }
         self.errata: list[Erratum] = []
         self.policies: tuple[Policy, ...] = active_policies(strict=strict)
         self._build(resolved)
@@ -207,20 +356,42 @@ class Spec:
         self.stream_media_type: str | None = stream_media
         stream_schema = (ok_content.get(stream_media) or {}).get("schema") if stream_media else None
         self.stream_chunk_schema: Schema | None = copy.deepcopy(stream_schema)
+        #: How this document says things (conformance/errata.py CONVENTIONS); kept under
+        #: --strict-spec, since none of them corrects the document.
+        self.conventions: list[Convention] = []
+        if isinstance(stream_schema, dict) and stream_schema.get("type") == "string":
+            # FastAPI's raw stream: each event is judged by the 200 JSON schema.
+            self.stream_chunk_schema = copy.deepcopy(self.response_schema)
+            self.conventions.append(EVENT_STREAM_SCHEMA_IS_STRING)
         self.required_headers = tuple(
             name for name, h in (ok.get("headers") or {}).items() if (h or {}).get("required")
         )
+        self.validation_error_schema: Schema | None = None
+        schema_422 = _first_schema(responses.get("422"))
+        if schema_422 is not None and _is_fastapi_validation_error(schema_422):
+            self.validation_error_schema = copy.deepcopy(schema_422)
+            self.conventions.append(FASTAPI_VALIDATION_422)
         self.error_schema: Schema | None = None
         self.error_media_types: dict[str, tuple[str, ...]] = {}
         for status, response in responses.items():
-            media = tuple((response or {}).get("content") or {})
-            self.error_media_types[status] = media
+            self.error_media_types[status] = tuple((response or {}).get("content") or {})
+            if status == "422" and self.validation_error_schema is not None:
+                continue  # FastAPI's own answer, not the API's error envelope
             if status != "200" and self.error_schema is None:
-                for m in media:
-                    schema = response["content"][m].get("schema")
-                    if schema:
-                        self.error_schema = copy.deepcopy(schema)
-                        break
+                schema = _first_schema(response)
+                if schema is not None:
+                    self.error_schema = copy.deepcopy(schema)
+        #: The 4xx statuses the document lists as its client errors: not 429 (rate
+        #: limiting) nor FastAPI's automatic 422. ``default`` covers every status.
+        self.client_error_statuses = tuple(
+            s
+            for s in self.declared_statuses
+            if (s == "default" or s[0] == "4")
+            and s != "429"
+            and not (s == "422" and self.validation_error_schema is not None)
+        )
+        if not self.client_error_statuses:
+            self.conventions.append(NO_CLIENT_ERRORS_DECLARED)
         self.security_schemes: dict[str, Any] = (resolved.get("components") or {}).get(
             "securitySchemes"
         ) or {}
@@ -375,11 +546,13 @@ class Spec:
         return bool(validator.is_valid(None))
 
     def _chunk_forbids_nulls(self) -> bool:
-        props = (self.stream_chunk_schema or {}).get("properties") or {}
-        items = (props.get("choices") or {}).get("items") or {}
-        fields = [props.get("usage")] + [
-            (items.get("properties") or {}).get(f) for f in ("finish_reason", "logprobs")
-        ]
+        fields: list[Any] = []
+        for chunk in _object_branches(self.stream_chunk_schema or {}):
+            props = chunk.get("properties") or {}
+            items = (props.get("choices") or {}).get("items") or {}
+            fields += [props.get("usage")] + [
+                (items.get("properties") or {}).get(f) for f in ("finish_reason", "logprobs")
+            ]
         return any(isinstance(f, dict) and not self._accepts_null(f) for f in fields)
 
     def _rewrite_nullable(self) -> None:
@@ -398,15 +571,16 @@ class Spec:
             self.stream_chunk_schema = rewrite(self.stream_chunk_schema)
 
     def _relax_chunk_nulls(self) -> None:
-        chunk = copy.deepcopy(self.stream_chunk_schema) or {}
-        props = chunk.get("properties") or {}
-        if "usage" in props:
-            props["usage"] = self._nullable(props["usage"])
-        items = (props.get("choices") or {}).get("items") or {}
-        for field in ("finish_reason", "logprobs"):
-            if field in (items.get("properties") or {}):
-                items["properties"][field] = self._nullable(items["properties"][field])
-        self.stream_chunk_schema = chunk
+        whole = copy.deepcopy(self.stream_chunk_schema) or {}
+        for chunk in _object_branches(whole):
+            props = chunk.get("properties") or {}
+            if "usage" in props:
+                props["usage"] = self._nullable(props["usage"])
+            items = (props.get("choices") or {}).get("items") or {}
+            for field in ("finish_reason", "logprobs"):
+                if field in (items.get("properties") or {}):
+                    items["properties"][field] = self._nullable(items["properties"][field])
+        self.stream_chunk_schema = whole
 
     def _logprobs_arrays(self) -> list[dict[str, Any]]:
         """The token_logprobs / top_logprobs array schemas of the response schemas."""
@@ -446,6 +620,11 @@ class Spec:
         props: dict[str, Schema] = self.request_schema.get("properties") or {}
         return props
 
+    @property
+    def declares_client_errors(self) -> bool:
+        """Whether the document lists any 4xx of its own (convention no-client-errors-declared)."""
+        return bool(self.client_error_statuses)
+
     def is_declared(self, status: int) -> bool:
         """Whether ``status`` is declared for the operation (``5XX`` ranges and default too)."""
         code = str(status)
@@ -477,6 +656,7 @@ class Spec:
             "response": self._validator(self.response_schema),
             "chunk": self._validator(self.stream_chunk_schema),
             "error": self._validator(self.error_schema),
+            "validation-error": self._validator(self.validation_error_schema),
         }
 
     def validate(self, kind: str, instance: Any) -> str | None:
@@ -486,6 +666,15 @@ class Spec:
             return None
         error = best_match(validator.iter_errors(instance))
         return None if error is None else describe(error)
+
+
+def operation_line(spec: Spec) -> str:
+    """Where the operation is, for the header: ``POST /v1/completions`` and, where the
+    document puts part of it in its server URL, which server path was used."""
+    line = f"POST {spec.operation_path}"
+    if spec.server_path:
+        line += f" (server path {spec.server_path} + path {spec.path_key})"
+    return line
 
 
 def describe(error: ValidationError) -> str:

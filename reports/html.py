@@ -157,6 +157,7 @@ def report_context(results: Results) -> dict[str, Any]:
         "strict": strict,
         "errata": list(meta.get("errata") or []),
         "policies": policies_of(meta),
+        "conventions": list(meta.get("conventions") or []),
         "baseline": meta.get("baseline") or None,
         "spent": results.spent,
         "wall_time": meta.get("wall_time"),

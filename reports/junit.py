@@ -193,12 +193,15 @@ def build_junit(results: Results) -> ET.Element:
     root = ET.Element("testsuites", name="completions conformance")
     suite = ET.SubElement(root, "testsuite", name=xml_safe(name))
     props = ET.SubElement(suite, "properties")
-    for key in ("target", "spec", "spec_title", "model", "seed", "strict", "strict_spec"):
+    keys = ("target", "spec", "spec_title", "spec_source", "spec_sha256", "operation", "model")
+    for key in (*keys, "seed", "strict", "strict_spec"):
         if key in meta:
             _property(props, key, meta[key])
     _property(props, "verdict", verdict_of(results))
     _property(props, "errata", ", ".join(str(e.get("id")) for e in meta.get("errata", [])))
     _property(props, "policies", ", ".join(p["id"] for p in policies_of(meta)))
+    if meta.get("conventions"):
+        _property(props, "conventions", ", ".join(str(c.get("id")) for c in meta["conventions"]))
     _property(props, "spent", json.dumps(results.spent, sort_keys=True))
     coverage = coverage_of(results)
     if coverage.untested:

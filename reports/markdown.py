@@ -31,6 +31,14 @@ def cell(text: object) -> str:
     return "<br>".join(out.splitlines()) if out else " "
 
 
+def spec_cell(meta: dict[str, Any]) -> str:
+    """The document a run was judged against: its name, and its digest where recorded
+    (runs against different documents are not comparable row by row)."""
+    name = str(meta.get("spec", ""))
+    digest = str(meta.get("spec_sha256") or "")
+    return f"{name} (sha256 {digest[:12]})" if digest else name
+
+
 def table(header: Iterable[object], rows: Iterable[Iterable[object]]) -> list[str]:
     """A Markdown table; every cell is escaped with :func:`cell`."""
     head = [cell(h) for h in header]
@@ -83,7 +91,7 @@ def comparison_markdown(comparison: Comparison) -> str:
             for level in LEVELS
         ),
         ["Untested", *(_untested(t.coverage.untested) for t in comparison.targets)],
-        ["Spec", *(t.meta.get("spec", "") for t in comparison.targets)],
+        ["Spec", *(spec_cell(t.meta) for t in comparison.targets)],
         ["Model", *(t.meta.get("model", "") for t in comparison.targets)],
         [
             "Requests / tokens",

@@ -71,6 +71,12 @@ def summary_markdown(results: Results) -> str:
         + f" · {int(results.spent.get('requests', 0))} requests,"
         f" {int(results.spent.get('tokens', 0))} tokens",
     ]
+    if meta.get("spec_sha256"):
+        lines += [
+            "",
+            f"Document `{cell(meta.get('spec_source', ''))}` · sha256 `{meta['spec_sha256']}`"
+            + (f" · {cell(meta['operation'])}" if meta.get("operation") else ""),
+        ]
     for warning in meta.get("baseline_warnings") or []:
         lines += ["", f"> ⚠️ baseline: {cell(warning)}"]
     rows = ordered(results.tallies.values())

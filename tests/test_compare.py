@@ -198,3 +198,20 @@ def test_unwritable_output_is_bad_input(
 )
 def test_markdown_cell_escaping(text: str, expected: str) -> None:
     assert cell(text) == expected
+
+
+def test_runs_against_any_document_compare_and_name_it(tmp_path: Path) -> None:
+    """Vendors judged against OpenAI's own contract (``--spec openai``) or a document by
+    URL: the matrix is the same, and the Spec row names each document with its digest."""
+    digest = "db5d7478feae10b4d331834c60d9765a8aa042e38419f9b1694288c11aa8ebc8"
+    paths = []
+    for name, failing in (("vendor-a", False), ("vendor-b", True)):
+        path = tmp_path / f"{name}.json"
+        run = _run(f"https://{name}.example", failing=failing, spec="openai", spec_sha256=digest)
+        path.write_text(json.dumps(run))
+        paths.append(path)
+    md, html = tmp_path / "c.md", tmp_path / "c.html"
+    assert main([*map(str, paths), "--md", str(md), "--html", str(html)]) == 0
+    spec_row = next(line for line in md.read_text().splitlines() if line.startswith("| Spec"))
+    assert spec_row.count("openai (sha256 db5d7478feae)") == 2
+    assert "sha256 db5d7478feae" in html.read_text()

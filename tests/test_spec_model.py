@@ -146,8 +146,8 @@ def test_error_schemas() -> None:
 
 
 def test_bad_spec_inputs_raise_one_line_errors(tmp_path: Path) -> None:
-    with pytest.raises(SpecError, match="unknown spec 'openai'"):
-        load_spec("openai")
+    with pytest.raises(SpecError, match="unknown spec 'gpt'"):
+        load_spec("gpt")
     with pytest.raises(SpecError, match="cannot read spec"):
         load_spec(str(tmp_path / "missing.yaml"))
     bad = tmp_path / "bad.yaml"
@@ -172,3 +172,102 @@ def test_spec_by_path_gets_the_same_errata(tmp_path: Path) -> None:
     copy = tmp_path / "vendor.yaml"
     copy.write_text(load_spec("nscale").path.read_text())
     assert {e.id for e in load_spec(str(copy)).errata} == NSCALE_ERRATA
+
+
+# -- OpenAPI server URLs: a path key is resolved against the server URL's path -----------
+
+MINIMAL_OP = {
+    "requestBody": {
+        "content": {"application/json": {"schema": {"type": "object", "properties": {}}}}
+    },
+    "responses": {"200": {"description": "OK"}},
+}
+
+
+def _doc(version: str, servers: object, path: str) -> dict[str, object]:
+    doc: dict[str, object] = {
+        "openapi": version,
+        "info": {"title": "t", "version": "1"},
+        "paths": {path: {"post": MINIMAL_OP}},
+    }
+    if servers is not None:
+        doc["servers"] = servers
+    return doc
+
+
+@pytest.mark.parametrize("version", ["3.0.3", "3.1.0"])
+@pytest.mark.parametrize(
+    ("servers", "path", "server_path"),
+    [
+        ([{"url": "https://api.example.com/v1"}], "/completions", "/v1"),
+        ([{"url": "https://api.example.com/v1/"}], "/completions", "/v1"),
+        ([{"url": "/v1"}], "/completions", "/v1"),  # relative: to where the doc is served
+        ([{"url": "v1"}], "/completions", "/v1"),
+        (None, "/v1/completions", ""),  # no servers: "/"
+        ([{"url": "https://api.example.com"}], "/v1/completions", ""),
+        (
+            [
+                {
+                    "url": "{scheme}://{host}/{base}",
+                    "variables": {
+                        "scheme": {"default": "https", "enum": ["https", "http"]},
+                        "host": {"default": "api.example.com"},
+                        "base": {"default": "v1", "enum": ["v1", "v2"]},
+                    },
+                }
+            ],
+            "/completions",
+            "/v1",
+        ),
+        # The first server that puts the operation at /v1/completions is the one used.
+        (
+            [{"url": "https://a.example/api"}, {"url": "https://b.example/v1"}],
+            "/completions",
+            "/v1",
+        ),
+    ],
+)
+def test_paths_resolve_against_the_servers(
+    tmp_path: Path, version: str, servers: object, path: str, server_path: str
+) -> None:
+    import json
+
+    file = tmp_path / "doc.json"
+    file.write_text(json.dumps(_doc(version, servers, path)))
+    spec = load_spec(str(file))
+    assert (spec.server_path, spec.path_key) == (server_path, path)
+    assert spec.operation_path == "/v1/completions"
+    assert spec.path_prefix == "/v1"
+
+
+def test_a_server_path_other_than_v1_is_kept(tmp_path: Path) -> None:
+    """``/api`` + ``/completions``: the target is asked at /api/completions, and the
+    header names the server path used."""
+    import json
+
+    from conformance.spec import operation_line
+
+    file = tmp_path / "doc.json"
+    file.write_text(json.dumps(_doc("3.1.0", [{"url": "http://h/api"}], "/completions")))
+    spec = load_spec(str(file))
+    assert spec.operation_path == "/api/completions" and spec.path_prefix == "/api"
+    assert operation_line(spec) == "POST /api/completions (server path /api + path /completions)"
+    assert operation_line(load_spec("nscale")) == "POST /v1/completions"
+
+
+def test_relative_server_urls_resolve_against_the_documents_url() -> None:
+    from conformance.spec import server_paths
+
+    doc = {"servers": [{"url": "v1"}, {"url": "../x"}, {"url": "/abs"}]}
+    assert server_paths(doc, "http://h/api/openapi.json") == ["/api/v1", "/x", "/abs"]
+    assert server_paths({}, None) == [""]
+
+
+def test_base_url_accepts_the_server_path_prefix() -> None:
+    from conformance.preflight import base_url
+
+    assert base_url("http://h:1/v1", "/v1/completions", "/v1")[0] == "http://h:1"
+    assert base_url("http://h:1/v1/completions/", "/v1/completions", "/v1")[0] == "http://h:1"
+    assert base_url("http://h:1", "/v1/completions", "/v1") == ("http://h:1", None)
+    base, note = base_url("http://h:1/api", "/api/completions", "/api")
+    assert base == "http://h:1" and note is not None and "/api" in note

@@ -28,8 +28,11 @@ from strategies import (
 from strategies._schema import alternatives, types_of
 
 MODEL = "m"
+# The two vendor documents: OpenAI's (also in BUILTIN_SPECS) has AIHubMix's request schema
+# upstream, and re-parsing its 3 MB here would cost ~30 s per run (bench_spec_load.py).
+MUTATED_SPECS = tuple(name for name in BUILTIN_SPECS if name != "openai")
 DOCUMENTS = {
-    name: resolve_refs(yaml.safe_load(load_spec(name).path.read_text())) for name in BUILTIN_SPECS
+    name: resolve_refs(yaml.safe_load(load_spec(name).path.read_text())) for name in MUTATED_SPECS
 }
 
 
@@ -116,7 +119,7 @@ SEEDS = range(5)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("name", sorted(BUILTIN_SPECS))
+@pytest.mark.parametrize("name", sorted(MUTATED_SPECS))
 def test_generation_follows_a_tightened_spec(name: str, seed: int, tmp_path: Path) -> None:
     spec = write(tighten(DOCUMENTS[name], random.Random(seed)), tmp_path, name)
     assert_follows(spec, {"string", "strings", "tokens", "token-lists"})

@@ -336,7 +336,7 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-@pytest.mark.parametrize("name", ["nscale.yaml", "aihubmix.yaml"])
+@pytest.mark.parametrize("name", ["nscale.yaml", "aihubmix.yaml", "openai.yaml"])
 def test_vendored_files_match_their_pins(name: str) -> None:
     assert _sha((SPECS / name).read_bytes()) == PINS[name]["sha256"]
 
@@ -367,4 +367,35 @@ def test_pins_derive_from_the_seeds(name: str) -> None:
 def test_readme_names_the_pinned_seed_digests() -> None:
     readme = (SPECS / "README.md").read_text(encoding="utf-8")
     for pin in PINS.values():
-        assert pin["seed_sha256"] in readme and pin["seed"] in readme
+        if "seed" in pin:
+            assert pin["seed_sha256"] in readme and pin["seed"] in readme
+
+
+# --------------------------------------------------------------------------- OpenAI
+
+
+def test_openai_pin_names_its_commit_blob_and_licence() -> None:
+    """Verbatim from github.com/openai/openai-openapi: the git blob id of our copy is the
+    one at the pinned commit, and the README names commit, digest and MIT licence."""
+    pin = PINS["openai.yaml"]
+    data = (SPECS / "openai.yaml").read_bytes()
+    blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    assert blob == pin["git_blob"]
+    readme = (SPECS / "README.md").read_text(encoding="utf-8")
+    for value in (pin["commit"], pin["sha256"], pin["git_blob"], "MIT"):
+        assert value in readme
+    assert pin["source"] == "https://github.com/openai/openai-openapi"
+
+
+def test_openai_completions_operation_sits_under_its_server_path() -> None:
+    from conformance.spec import load_spec
+
+    spec = load_spec("openai")
+    assert (spec.server_path, spec.path_key, spec.operation_path) == (
+        "/v1",
+        "/completions",
+        "/v1/completions",
+    )
+    assert spec.operation["operationId"] == "createCompletion"
+    assert spec.declared_statuses == ("200", "429")
+    assert spec.bearer_auth and spec.is_31

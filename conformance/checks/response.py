@@ -2,7 +2,8 @@
 
 Statuses of 500 and above are owned by the requirement of the request's kind
 (VALID-NO-5XX, INVALID-REJECTED, AUTH-REQUIRED, MODEL-NOT-FOUND): one defect, one finding,
-so HTTP-STATUS-DECLARED judges the statuses below 500.
+so HTTP-STATUS-DECLARED judges the statuses below 400 and HTTP-4XX-DECLARED
+(checks/errors.py) the 4xx, by OpenAPI's reading of a responses object.
 """
 
 from __future__ import annotations
@@ -104,11 +105,11 @@ def complete_response(ctx: Context) -> None:
     "HTTP-STATUS-DECLARED",
     level=MUST,
     area="schema",
-    statement="Every status code below 500 returned is declared for POST /v1/completions by "
-    "the spec (a 5xx is the finding of the requirement for the request's kind).",
-    source="spec: paths./v1/completions.post.responses",
+    statement="Every 1xx-3xx status returned is declared for the operation by the spec (an "
+    "undeclared 4xx is HTTP-4XX-DECLARED's, a 5xx the requirement's of the request's kind).",
+    source="spec: paths./v1/completions.post.responses; OpenAPI 3 Responses Object",
     evidence="spec-schema",
-    applies=lambda ctx: answered(ctx) and (ctx.exchange.status or 0) < 500,
+    applies=lambda ctx: answered(ctx) and (ctx.exchange.status or 0) < 400,
 )
 def status_declared(ctx: Context) -> None:
     status = ctx.exchange.status

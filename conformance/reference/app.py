@@ -230,6 +230,16 @@ async def _list_models(request: Request) -> Response:
     )
 
 
+async def _document(request: Request) -> Response:
+    """``GET /openapi.json``: the document this target follows, as FastAPI servers publish
+    theirs (no credentials needed; a large one in the slimmed form the suite reads)."""
+    import json
+
+    document = spec_for(_target(request).flavor.name).document
+    body = json.dumps(document, default=str, ensure_ascii=False).encode()
+    return Response(body, media_type="application/json")
+
+
 async def _get_model(request: Request) -> Response:
     """``GET /v1/models/{model}``."""
     target = _target(request)
@@ -312,7 +322,7 @@ def create_app(
 ) -> Starlette:
     """Build the reference target as a Starlette app.
 
-    ``flavor`` is ``"aihubmix"`` or ``"nscale"``; ``api_key`` switches bearer auth on;
+    ``flavor`` is ``"aihubmix"``, ``"openai"`` or ``"nscale"``; ``api_key`` switches bearer auth on;
     ``faults`` names entries of ``faults.FAULTS`` (ValueError for unknown ones). ``delay``
     is the latency, in seconds, before the first byte of each answered completion, and
     ``chunk_delay`` the gap between stream events.
@@ -332,6 +342,7 @@ def create_app(
         routes=[
             Route("/v1/completions", _completions, methods=["POST"]),
             Route("/v1/models", _list_models, methods=["GET"]),
+            Route("/openapi.json", _document, methods=["GET"]),
             Route("/v1/models/{model:path}", _get_model, methods=["GET"]),
         ],
         middleware=[Middleware(_RequestIdMiddleware, header=header)],

@@ -30,6 +30,16 @@ def _status_201(head: Head) -> Head:
 
 
 @fault(
+    "stream-status-201",
+    "Streamed completions are answered with status 201 instead of 200 (non-streamed ones "
+    "keep 200, so the preflight passes and the run reaches the streams).",
+    "head",
+)
+def _stream_status_201(head: Head) -> Head:
+    return replace(head, status=201) if head.streamed else head
+
+
+@fault(
     "json-content-type-text",
     "A 200 JSON completion is served as text/plain (non-streamed).",
     "head",

@@ -38,6 +38,14 @@ FLAVORS: Mapping[str, Flavor] = {
         request_id_header="X-Request-Id",
         omit_nulls=False,
     ),
+    # OpenAI's own document: OpenAI's wire habits, as AIHubMix (a gateway in front of it).
+    "openai": Flavor(
+        name="openai",
+        json_type="application/json",
+        sse_type="text/event-stream; charset=utf-8",
+        request_id_header="X-Request-Id",
+        omit_nulls=False,
+    ),
     "nscale": Flavor(
         name="nscale",
         json_type="application/json; charset=utf-8",

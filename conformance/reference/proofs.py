@@ -54,7 +54,8 @@ def _p(requirement: str, fault: str, flavor: str = "aihubmix", args: tuple[str, 
 
 PROOFS: tuple[Proof, ...] = (
     _p("HTTP-COMPLETE", "stream-stall", "aihubmix", args=("--stream-gap", "0.5")),
-    _p("HTTP-STATUS-DECLARED", "errors-422"),
+    _p("HTTP-STATUS-DECLARED", "stream-status-201"),
+    _p("HTTP-4XX-DECLARED", "errors-422"),
     _p("RESP-CONTENT-TYPE", "json-content-type-text"),
     _p("RESP-SCHEMA", "schema-choices-not-array"),
     _p("RESP-HEADERS-REQUIRED", "missing-request-id-header", "nscale"),
@@ -159,6 +160,10 @@ EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {
         "nscale": _s("RESP-ID"),
     },
     ("errors-422", ()): {
+        "aihubmix": _s("HTTP-4XX-DECLARED"),
+        "nscale": _s("HTTP-4XX-DECLARED"),
+    },
+    ("stream-status-201", ()): {
         "aihubmix": _s("HTTP-STATUS-DECLARED"),
         "nscale": _s("HTTP-STATUS-DECLARED"),
     },
