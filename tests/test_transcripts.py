@@ -25,7 +25,7 @@ import transcript
 HERE = Path(__file__).resolve().parent / "transcripts"
 FILES = sorted(HERE.glob("*/*.json"))
 FAMILIES = sorted({p.parent.name for p in FILES})
-REQUIRED_KEYS = {"format", "title", "source", "spec", "case", "request", "response"}
+REQUIRED_KEYS = {"format", "title", "source", "provenance", "spec", "case", "request", "response"}
 
 
 @cache
@@ -54,6 +54,16 @@ def test_transcript_replays_to_its_expected_findings(path: Path) -> None:
     assert levels == data.get("expect_levels", {}), f"{path.name}: levels {levels}"
 
 
+def test_readme_table_of_provenance_counts_is_current() -> None:
+    import provenance
+
+    readme = provenance.README.read_text(encoding="utf-8")
+    table = provenance.table(provenance.counts())
+    assert provenance.with_table(readme, table) == readme, (
+        "run python tools/real_targets/provenance.py --readme"
+    )
+
+
 def test_corpus_is_large_and_varied_enough() -> None:
     assert len(FILES) >= 30, len(FILES)
     assert len(FAMILIES) >= 6, FAMILIES
@@ -70,6 +80,7 @@ def test_transcript_is_well_formed(path: Path) -> None:
     assert source.get("server") and source.get("obtained", "").startswith(
         ("recorded from ", "written from ")
     )
+    assert not transcript.provenance_problems(data), transcript.provenance_problems(data)
     assert data["spec"] in ("aihubmix", "nscale")
     load_checks()
     expected = data["expect_failed"]
@@ -83,6 +94,61 @@ def test_transcript_is_well_formed(path: Path) -> None:
     for name, value in headers.items():
         if name.lower() == "authorization" and data["case"].get("auth", "default") == "default":
             assert value in ("Bearer " + transcript.REDACTED, transcript.REDACTED), value
+
+
+def _minimal(**provenance: Any) -> dict[str, Any]:
+    data = {
+        "response": {"status": 200, "headers": [["content-type", "application/json"]]},
+        "expect_failed": [],
+    }
+    if provenance:
+        data["provenance"] = provenance
+    return data
+
+
+MODELLED = {
+    "kind": "modelled",
+    "cites": ["https://github.com/o/r/issues/1"],
+    "verified": "found",
+    "headers": "none shown",
+}
+
+
+@pytest.mark.parametrize(
+    ("provenance", "problem"),
+    [
+        ({}, "no provenance"),
+        ({"kind": "written"}, "is not one of recorded, modelled, moved"),
+        ({"kind": "recorded", "server": "s", "version": "1"}, "recorded without command"),
+        ({**MODELLED, "cites": []}, "modelled without `cites`"),
+        ({**MODELLED, "verified": ""}, "without `verified`"),
+        ({**MODELLED, "kind": "moved"}, "moved without `from`"),
+        ({**MODELLED, "headers": "cited"}, "headers cited without `headers_source`"),
+    ],
+)
+def test_transcript_without_provenance_is_refused(provenance: Any, problem: str) -> None:
+    problems = transcript.provenance_problems(_minimal(**provenance))
+    assert any(problem in p for p in problems), problems
+
+
+def test_modelled_transcript_carries_no_header_its_source_does_not_show() -> None:
+    data = _minimal(**MODELLED)
+    assert transcript.provenance_problems(data) == []
+    data["response"]["headers"].append(["x-request-id", "req_1"])
+    assert "headers the source does not show: x-request-id" in transcript.provenance_problems(data)
+    # ... and cannot be expected to fail a requirement only a header could witness.
+    data = _minimal(**MODELLED)
+    data["expect_failed"] = ["REQUEST-ID-HEADER"]
+    assert "no header is known" in " ".join(transcript.provenance_problems(data))
+
+
+def test_header_only_requirements_are_not_judged_where_no_header_is_known() -> None:
+    path = HERE / "dynamo" / "bug-total-tokens-zero.json"
+    data = transcript.load(path)
+    assert data["provenance"]["headers"] == "none shown"
+    assert "REQUEST-ID-HEADER" not in transcript.judge(data)
+    data["provenance"] = {"kind": "recorded"}  # as if a server had sent these very bytes
+    assert "REQUEST-ID-HEADER" in transcript.judge(data)
 
 
 # -- the recorder's and promoter's own behaviour ---------------------------------------------
@@ -123,12 +189,22 @@ def test_recorded_transcript_is_redacted_and_replays_the_same_stream() -> None:
     assert exchange.stream_error is None
 
 
+RECORDED = {
+    "kind": "recorded",
+    "server": "demo 1",
+    "version": "1",
+    "command": "pytest conformance --target-url http://127.0.0.1:P",
+    "date": "2026-12-01",
+}
+
+
 def _saved(tmp_path: Path) -> Path:
     data = transcript.to_transcript(
         _recorded_exchange(),
         spec="aihubmix",
         source={"family": "demo", "server": "demo 1", "obtained": "recorded from demo"},
         secrets=[KEY],
+        provenance=RECORDED,
     )
     path = tmp_path / "0001-s.json"
     transcript.dump(data, path)
@@ -146,9 +222,30 @@ def test_promoter_requires_a_reason_per_finding_and_a_gap_note_to_overrule_the_j
     base = [str(saved), "demo-stream", "--corpus", str(corpus)]
     assert promote_transcript.promote(base) == 4
     assert "ERROR: give --why" in capsys.readouterr().err
+    unsourced = tmp_path / "unsourced.json"
+    transcript.dump({**transcript.load(saved), "provenance": {"kind": "recorded"}}, unsourced)
+    assert promote_transcript.promote([str(unsourced), "x", "--corpus", str(corpus)]) == 4
+    assert "recorded without server" in capsys.readouterr().err
     assert promote_transcript.promote([*base, "--expect", "", "--why", "X=y"]) == 4
     assert "--gap" in capsys.readouterr().err
     assert promote_transcript.promote([*base, "--why", "REQUEST-ID-HEADER=no header"]) == 0
     promoted = transcript.load(corpus / "demo" / "demo-stream.json")
     assert promoted["expect_failed"] == ["REQUEST-ID-HEADER"]
     assert "judged_failed" not in promoted and "judge_gap" not in promoted
+    assert promoted["provenance"] == RECORDED
+
+
+def test_recorder_writes_the_recording_runs_provenance(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    import record_transcripts
+
+    given = {k: v for k, v in RECORDED.items() if k != "kind"}
+    monkeypatch.setenv(record_transcripts.ENV_PROVENANCE, json.dumps(given))
+    monkeypatch.setenv("CONFORMANCE_API_KEY", KEY)
+    path = record_transcripts.save(_recorded_exchange(), tmp_path, "aihubmix")
+    data = transcript.load(path)
+    assert data["provenance"] == RECORDED
+    assert not transcript.provenance_problems(data)

@@ -530,7 +530,10 @@ PREPARE: dict[str, Callable[[Work], Path]] = {
 # -- the run ----------------------------------------------------------------------------------
 
 
-def run_suite(work: Work, target: Target, spec: str, url: str, key: str) -> dict[str, object]:
+def run_suite(
+    work: Work, target: Target, spec: str, servers: list[Server], key: str
+) -> dict[str, object]:
+    url = servers[0].url
     out_dir = work.results / f"{target.name}-{spec}"
     if out_dir.exists():
         shutil.rmtree(out_dir)
@@ -547,9 +550,22 @@ def run_suite(work: Work, target: Target, spec: str, url: str, key: str) -> dict
         cmd += ["--concurrency", str(target.concurrency)]
     # Every exchange is saved, redacted, as a transcript (record_transcripts.py); promote
     # the telling ones into tests/transcripts/ with promote_transcript.py.
+    version = target.version(work)
+    # What each saved transcript says about how it was recorded (key and ports are per run).
+    provenance = {
+        "server": version,
+        "version": version,
+        "command": " ".join(map(str, cmd)).replace(url, "http://127.0.0.1:P")
+        + f" (run by python tools/real_targets/run.py --targets {target.name} --specs {spec})",
+        "server_command": " | ".join(
+            " ".join(s.cmd).replace(key, "K").replace(str(s.port), "P") for s in servers
+        ),
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+    }
     env = dict(
         os.environ,
         CONFORMANCE_API_KEY=key,
+        CONFORMANCE_TRANSCRIPTS_PROVENANCE=json.dumps(provenance),
         CONFORMANCE_TRANSCRIPTS_DIR=str(out_dir / "transcripts"),
         CONFORMANCE_TRANSCRIPTS_SOURCE=f"{FAMILY.get(target.name, target.name)}|{target.version(work)}|"
         f"recorded from {target.name} run locally by tools/real_targets",
@@ -725,7 +741,7 @@ def main(argv: list[str] | None = None) -> int:
                             server.stop()
                         servers = target.start(work, prep, key)
                         log(f"{target.name}: restarted at {servers[0].url}")
-                    entry = run_suite(work, target, spec, servers[0].url, key)
+                    entry = run_suite(work, target, spec, servers, key)
                     entry["version"] = version
                     if target.after is not None and entry.get("results"):
                         target.after(work, servers, spec)
