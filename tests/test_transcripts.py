@@ -9,6 +9,7 @@ the judge happens to say. Where today's judge disagrees, the transcript says so 
 
 from __future__ import annotations
 
+import json
 import sys
 from functools import cache
 from pathlib import Path
@@ -238,8 +239,6 @@ def test_promoter_requires_a_reason_per_finding_and_a_gap_note_to_overrule_the_j
 def test_recorder_writes_the_recording_runs_provenance(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import json
-
     import record_transcripts
 
     given = {k: v for k, v in RECORDED.items() if k != "kind"}
@@ -249,3 +248,33 @@ def test_recorder_writes_the_recording_runs_provenance(
     data = transcript.load(path)
     assert data["provenance"] == RECORDED
     assert not transcript.provenance_problems(data)
+
+
+# -- the held-out set: measured once, never tuned on ----------------------------------------
+
+HELD_OUT = HERE / "held-out.json"
+
+
+def test_held_out_set_outcome_is_frozen_as_measured() -> None:
+    """The judge's outcome on the held-out shapes stays as measured when they were written.
+
+    A change (better or worse) is not to be tuned away: record it in held-out.json's
+    `measured` and report the new figure in docs/defect-shapes.md.
+    """
+    sys.path.insert(0, str(HERE.parents[1] / "tools"))
+    import defect_shapes
+
+    frozen = json.loads(HELD_OUT.read_text(encoding="utf-8"))
+    assert frozen["shapes"], "the held-out set is empty"
+    changed = {}
+    for name, was in frozen["shapes"].items():
+        data = transcript.load(HERE / f"{name}.json")
+        assert data["provenance"].get("held_out"), f"{name} is not marked held out"
+        failed = sorted(transcript.judge(data))
+        result = defect_shapes.classify(set(data["expect_failed"]), set(failed))
+        if {"result": result, "failed": failed} != was:
+            changed[name] = {"was": was, "now": {"result": result, "failed": failed}}
+    assert not changed, (
+        f"the judge's outcome on the held-out set changed: {changed}. Report it (held-out.json "
+        "`measured`, docs/defect-shapes.md); do not tune the judge or the shapes to it"
+    )
