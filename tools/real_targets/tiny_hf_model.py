@@ -6,27 +6,30 @@ tokenizer), for servers that load that format: FastChat's model worker and mlx-l
 The same shape and vocabulary as the GGUF model of tiny_model.py: two layers, 64 wide, four
 heads; a byte-level BPE vocabulary of 256 byte tokens, 255 merges learnt from the built-in
 text, and the control token ``<|endoftext|>`` (BOS and EOS), 512 tokens in all. The weights
-are random (seeded): the model generates gibberish, fast, on one CPU core. Needs torch,
-transformers and tokenizers; nothing is downloaded.
+are random (seeded numpy, written with safetensors): the model generates gibberish, fast, on
+one CPU core. Needs numpy, safetensors, tokenizers and transformers (no torch); nothing is
+downloaded.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tiny_model import EOT, N_CTX, N_EMBD, N_FF, N_HEAD, N_LAYER, build_vocab
+from tiny_model import EOT, N_CTX, N_EMBD, N_FF, N_HEAD, N_LAYER, vocab_tokens
 
 
 def write_model(out: Path, *, seed: int = 1, merge_count: int = 255) -> int:
-    import torch
+    import numpy as np
+    from safetensors.numpy import save_file
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import LlamaConfig, PreTrainedTokenizerFast
 
-    tokens, _types, merges = build_vocab(merge_count)
+    tokens, merges = vocab_tokens(merge_count)
     vocab = {token: i for i, token in enumerate(tokens)}
     bpe = models.BPE(vocab=vocab, merges=[tuple(m.split(" ")) for m in merges])
     tok = Tokenizer(bpe)
@@ -34,9 +37,9 @@ def write_model(out: Path, *, seed: int = 1, merge_count: int = 255) -> int:
     tok.decoder = decoders.ByteLevel()
     tok.add_special_tokens([EOT])
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=EOT, eos_token=EOT)
-    eot = vocab[EOT]
+    eot, n_vocab = vocab[EOT], len(tokens)
     config = LlamaConfig(
-        vocab_size=len(tokens),
+        vocab_size=n_vocab,
         hidden_size=N_EMBD,
         intermediate_size=N_FF,
         num_hidden_layers=N_LAYER,
@@ -46,14 +49,35 @@ def write_model(out: Path, *, seed: int = 1, merge_count: int = 255) -> int:
         bos_token_id=eot,
         eos_token_id=eot,
         tie_word_embeddings=False,
-        torch_dtype="float32",
     )
-    torch.manual_seed(seed)
-    model = LlamaForCausalLM(config)
+    rng = np.random.default_rng(seed)
+
+    def weight(*shape: int) -> np.ndarray:
+        return rng.normal(0.0, 0.5, size=shape).astype(np.float32)
+
+    ones = np.ones(N_EMBD, dtype=np.float32)
+    tensors = {"model.embed_tokens.weight": weight(n_vocab, N_EMBD), "model.norm.weight": ones}
+    for i in range(N_LAYER):
+        layer = f"model.layers.{i}."
+        tensors[layer + "input_layernorm.weight"] = ones.copy()
+        tensors[layer + "post_attention_layernorm.weight"] = ones.copy()
+        for proj in ("q_proj", "k_proj", "v_proj", "o_proj"):
+            tensors[f"{layer}self_attn.{proj}.weight"] = weight(N_EMBD, N_EMBD)
+        tensors[layer + "mlp.gate_proj.weight"] = weight(N_FF, N_EMBD)
+        tensors[layer + "mlp.up_proj.weight"] = weight(N_FF, N_EMBD)
+        tensors[layer + "mlp.down_proj.weight"] = weight(N_EMBD, N_FF)
+    tensors["lm_head.weight"] = weight(n_vocab, N_EMBD)
     out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out, safe_serialization=True)
+    config.save_pretrained(out)
+    save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
     tokenizer.save_pretrained(out)
-    return len(tokens)
+    # The class name transformers 5 writes (TokenizersBackend) is unknown to transformers 4,
+    # which FastChat 0.2.36 needs; PreTrainedTokenizerFast reads tokenizer.json in both.
+    tok_config = out / "tokenizer_config.json"
+    settings = json.loads(tok_config.read_text(encoding="utf-8"))
+    settings["tokenizer_class"] = "PreTrainedTokenizerFast"
+    tok_config.write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+    return n_vocab
 
 
 def main(argv: list[str] | None = None) -> int:
