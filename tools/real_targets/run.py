@@ -70,7 +70,9 @@ FSCHAT = "0.2.36"
 TORCH = "2.13.0"  # CPU wheel
 # fschat 0.2.36 (2024) reads config.rope_scaling["factor"] whenever rope_scaling is set;
 # transformers 5 always sets it ({"rope_type": "default", ...}) and the worker dies (KeyError).
-FASTCHAT_TRANSFORMERS = "transformers<4.50"
+# Its API server calls pydantic-1 methods (chunk.json(ensure_ascii=False)): under pydantic 2
+# every stream dies with a TypeError after the headers. pydantic 1 needs a FastAPI of its time.
+FASTCHAT_PINS = ["transformers<4.50", "pydantic<2", "fastapi<0.111"]
 HF_MODEL_PACKAGES = ["numpy", "safetensors", "tokenizers", "transformers"]
 MLX_MODEL = "default_model"  # mlx-lm's name for the model given by --model
 
@@ -198,7 +200,7 @@ def prepare_fastchat(work: Work) -> Path:
     return _venv(
         work,
         work.fastchat_venv,
-        [f"torch=={TORCH}", f"fschat[model_worker]=={FSCHAT}", FASTCHAT_TRANSFORMERS],
+        [f"torch=={TORCH}", f"fschat[model_worker]=={FSCHAT}", *FASTCHAT_PINS],
         f"fastchat-{FSCHAT}",
         "install-fastchat.log",
     )
