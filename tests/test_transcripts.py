@@ -278,3 +278,29 @@ def test_held_out_set_outcome_is_frozen_as_measured() -> None:
         f"the judge's outcome on the held-out set changed: {changed}. Report it (held-out.json "
         "`measured`, docs/defect-shapes.md); do not tune the judge or the shapes to it"
     )
+
+
+# Findings recorded as the judge gives them today although another requirement owns the
+# defect (the attribution pass of issue 20 item 2 is built on another branch). Each `why`
+# says so; when the judge is fixed these replays fail and the expectations move.
+MISATTRIBUTED = {
+    # misattribution: FastChat's usage.completion_tokens is generated - 1 (loop index);
+    # FINISH-LENGTH reads it as the generated count ("length after 7 of 8").
+    "fastchat/finish-length-usage-off-by-one": "FINISH-LENGTH",
+    "fastchat/echo-logprobs-finish-length-misattributed": "FINISH-LENGTH",
+    # misattribution: cumulative per-chunk logprobs summed into "2 tokens for max_tokens 1".
+    "fastchat/stream-logprobs-cumulative": "STREAM-MAX-TOKENS",
+    # misattribution (double count): a chunk without `created` fails the chunk schema and,
+    # again, STREAM-CONSISTENT-IDS.
+    "fastchat/stream-chunks-without-created": "STREAM-CONSISTENT-IDS",
+    "fastchat/stream-include-usage-ignored": "STREAM-CONSISTENT-IDS",
+    "fastchat/stream-two-prompts-indexes-restart": "STREAM-CONSISTENT-IDS",
+}
+
+
+@pytest.mark.parametrize("name", sorted(MISATTRIBUTED))
+def test_misattributed_findings_are_marked_in_their_why(name: str) -> None:
+    data = transcript.load(HERE / f"{name}.json")
+    rid = MISATTRIBUTED[name]
+    assert rid in data["expect_failed"]
+    assert data["why"][rid].startswith("# misattribution"), data["why"][rid]
