@@ -288,6 +288,7 @@ MISATTRIBUTED = {
     # FINISH-LENGTH reads it as the generated count ("length after 7 of 8").
     "fastchat/finish-length-usage-off-by-one": "FINISH-LENGTH",
     "fastchat/echo-logprobs-finish-length-misattributed": "FINISH-LENGTH",
+    "fastchat/nscale-no-inference-id-null-logprobs": "FINISH-LENGTH",
     # misattribution: cumulative per-chunk logprobs summed into "2 tokens for max_tokens 1".
     "fastchat/stream-logprobs-cumulative": "STREAM-MAX-TOKENS",
     # misattribution (double count): a chunk without `created` fails the chunk schema and,
