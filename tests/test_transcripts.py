@@ -9,6 +9,7 @@ the judge happens to say. Where today's judge disagrees, the transcript says so 
 
 from __future__ import annotations
 
+import json
 import sys
 from functools import cache
 from pathlib import Path
@@ -25,7 +26,7 @@ import transcript
 HERE = Path(__file__).resolve().parent / "transcripts"
 FILES = sorted(HERE.glob("*/*.json"))
 FAMILIES = sorted({p.parent.name for p in FILES})
-REQUIRED_KEYS = {"format", "title", "source", "spec", "case", "request", "response"}
+REQUIRED_KEYS = {"format", "title", "source", "provenance", "spec", "case", "request", "response"}
 
 
 @cache
@@ -54,6 +55,16 @@ def test_transcript_replays_to_its_expected_findings(path: Path) -> None:
     assert levels == data.get("expect_levels", {}), f"{path.name}: levels {levels}"
 
 
+def test_readme_table_of_provenance_counts_is_current() -> None:
+    import provenance
+
+    readme = provenance.README.read_text(encoding="utf-8")
+    table = provenance.table(provenance.counts())
+    assert provenance.with_table(readme, table) == readme, (
+        "run python tools/real_targets/provenance.py --readme"
+    )
+
+
 def test_corpus_is_large_and_varied_enough() -> None:
     assert len(FILES) >= 30, len(FILES)
     assert len(FAMILIES) >= 6, FAMILIES
@@ -70,6 +81,7 @@ def test_transcript_is_well_formed(path: Path) -> None:
     assert source.get("server") and source.get("obtained", "").startswith(
         ("recorded from ", "written from ")
     )
+    assert not transcript.provenance_problems(data), transcript.provenance_problems(data)
     assert data["spec"] in ("aihubmix", "nscale")
     load_checks()
     expected = data["expect_failed"]
@@ -83,6 +95,61 @@ def test_transcript_is_well_formed(path: Path) -> None:
     for name, value in headers.items():
         if name.lower() == "authorization" and data["case"].get("auth", "default") == "default":
             assert value in ("Bearer " + transcript.REDACTED, transcript.REDACTED), value
+
+
+def _minimal(**provenance: Any) -> dict[str, Any]:
+    data = {
+        "response": {"status": 200, "headers": [["content-type", "application/json"]]},
+        "expect_failed": [],
+    }
+    if provenance:
+        data["provenance"] = provenance
+    return data
+
+
+MODELLED = {
+    "kind": "modelled",
+    "cites": ["https://github.com/o/r/issues/1"],
+    "verified": "found",
+    "headers": "none shown",
+}
+
+
+@pytest.mark.parametrize(
+    ("provenance", "problem"),
+    [
+        ({}, "no provenance"),
+        ({"kind": "written"}, "is not one of recorded, modelled, moved"),
+        ({"kind": "recorded", "server": "s", "version": "1"}, "recorded without command"),
+        ({**MODELLED, "cites": []}, "modelled without `cites`"),
+        ({**MODELLED, "verified": ""}, "without `verified`"),
+        ({**MODELLED, "kind": "moved"}, "moved without `from`"),
+        ({**MODELLED, "headers": "cited"}, "headers cited without `headers_source`"),
+    ],
+)
+def test_transcript_without_provenance_is_refused(provenance: Any, problem: str) -> None:
+    problems = transcript.provenance_problems(_minimal(**provenance))
+    assert any(problem in p for p in problems), problems
+
+
+def test_modelled_transcript_carries_no_header_its_source_does_not_show() -> None:
+    data = _minimal(**MODELLED)
+    assert transcript.provenance_problems(data) == []
+    data["response"]["headers"].append(["x-request-id", "req_1"])
+    assert "headers the source does not show: x-request-id" in transcript.provenance_problems(data)
+    # ... and cannot be expected to fail a requirement only a header could witness.
+    data = _minimal(**MODELLED)
+    data["expect_failed"] = ["REQUEST-ID-HEADER"]
+    assert "no header is known" in " ".join(transcript.provenance_problems(data))
+
+
+def test_header_only_requirements_are_not_judged_where_no_header_is_known() -> None:
+    path = HERE / "dynamo" / "bug-total-tokens-zero.json"
+    data = transcript.load(path)
+    assert data["provenance"]["headers"] == "none shown"
+    assert "REQUEST-ID-HEADER" not in transcript.judge(data)
+    data["provenance"] = {"kind": "recorded"}  # as if a server had sent these very bytes
+    assert "REQUEST-ID-HEADER" in transcript.judge(data)
 
 
 # -- the recorder's and promoter's own behaviour ---------------------------------------------
@@ -123,12 +190,22 @@ def test_recorded_transcript_is_redacted_and_replays_the_same_stream() -> None:
     assert exchange.stream_error is None
 
 
+RECORDED = {
+    "kind": "recorded",
+    "server": "demo 1",
+    "version": "1",
+    "command": "pytest conformance --target-url http://127.0.0.1:P",
+    "date": "2026-12-01",
+}
+
+
 def _saved(tmp_path: Path) -> Path:
     data = transcript.to_transcript(
         _recorded_exchange(),
         spec="aihubmix",
         source={"family": "demo", "server": "demo 1", "obtained": "recorded from demo"},
         secrets=[KEY],
+        provenance=RECORDED,
     )
     path = tmp_path / "0001-s.json"
     transcript.dump(data, path)
@@ -146,9 +223,85 @@ def test_promoter_requires_a_reason_per_finding_and_a_gap_note_to_overrule_the_j
     base = [str(saved), "demo-stream", "--corpus", str(corpus)]
     assert promote_transcript.promote(base) == 4
     assert "ERROR: give --why" in capsys.readouterr().err
+    unsourced = tmp_path / "unsourced.json"
+    transcript.dump({**transcript.load(saved), "provenance": {"kind": "recorded"}}, unsourced)
+    assert promote_transcript.promote([str(unsourced), "x", "--corpus", str(corpus)]) == 4
+    assert "recorded without server" in capsys.readouterr().err
     assert promote_transcript.promote([*base, "--expect", "", "--why", "X=y"]) == 4
     assert "--gap" in capsys.readouterr().err
     assert promote_transcript.promote([*base, "--why", "REQUEST-ID-HEADER=no header"]) == 0
     promoted = transcript.load(corpus / "demo" / "demo-stream.json")
     assert promoted["expect_failed"] == ["REQUEST-ID-HEADER"]
     assert "judged_failed" not in promoted and "judge_gap" not in promoted
+    assert promoted["provenance"] == RECORDED
+
+
+def test_recorder_writes_the_recording_runs_provenance(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import record_transcripts
+
+    given = {k: v for k, v in RECORDED.items() if k != "kind"}
+    monkeypatch.setenv(record_transcripts.ENV_PROVENANCE, json.dumps(given))
+    monkeypatch.setenv("CONFORMANCE_API_KEY", KEY)
+    path = record_transcripts.save(_recorded_exchange(), tmp_path, "aihubmix")
+    data = transcript.load(path)
+    assert data["provenance"] == RECORDED
+    assert not transcript.provenance_problems(data)
+
+
+# -- the held-out set: measured once, never tuned on ----------------------------------------
+
+HELD_OUT = HERE / "held-out.json"
+
+
+def test_held_out_set_outcome_is_frozen_as_measured() -> None:
+    """The judge's outcome on the held-out shapes stays as measured when they were written.
+
+    A change (better or worse) is not to be tuned away: record it in held-out.json's
+    `measured` and report the new figure in docs/defect-shapes.md.
+    """
+    sys.path.insert(0, str(HERE.parents[1] / "tools"))
+    import defect_shapes
+
+    frozen = json.loads(HELD_OUT.read_text(encoding="utf-8"))
+    assert frozen["shapes"], "the held-out set is empty"
+    changed = {}
+    for name, was in frozen["shapes"].items():
+        data = transcript.load(HERE / f"{name}.json")
+        assert data["provenance"].get("held_out"), f"{name} is not marked held out"
+        failed = sorted(transcript.judge(data))
+        result = defect_shapes.classify(set(data["expect_failed"]), set(failed))
+        if {"result": result, "failed": failed} != was:
+            changed[name] = {"was": was, "now": {"result": result, "failed": failed}}
+    assert not changed, (
+        f"the judge's outcome on the held-out set changed: {changed}. Report it (held-out.json "
+        "`measured`, docs/defect-shapes.md); do not tune the judge or the shapes to it"
+    )
+
+
+# Findings recorded as the judge gives them today although another requirement owns the
+# defect (the attribution pass of issue 20 item 2 is built on another branch). Each `why`
+# says so; when the judge is fixed these replays fail and the expectations move.
+MISATTRIBUTED = {
+    # misattribution: FastChat's usage.completion_tokens is generated - 1 (loop index);
+    # FINISH-LENGTH reads it as the generated count ("length after 7 of 8").
+    "fastchat/finish-length-usage-off-by-one": "FINISH-LENGTH",
+    "fastchat/echo-logprobs-finish-length-misattributed": "FINISH-LENGTH",
+    "fastchat/nscale-no-inference-id-null-logprobs": "FINISH-LENGTH",
+    # misattribution: cumulative per-chunk logprobs summed into "2 tokens for max_tokens 1".
+    "fastchat/stream-logprobs-cumulative": "STREAM-MAX-TOKENS",
+    # misattribution (double count): a chunk without `created` fails the chunk schema and,
+    # again, STREAM-CONSISTENT-IDS.
+    "fastchat/stream-chunks-without-created": "STREAM-CONSISTENT-IDS",
+    "fastchat/stream-include-usage-ignored": "STREAM-CONSISTENT-IDS",
+    "fastchat/stream-two-prompts-indexes-restart": "STREAM-CONSISTENT-IDS",
+}
+
+
+@pytest.mark.parametrize("name", sorted(MISATTRIBUTED))
+def test_misattributed_findings_are_marked_in_their_why(name: str) -> None:
+    data = transcript.load(HERE / f"{name}.json")
+    rid = MISATTRIBUTED[name]
+    assert rid in data["expect_failed"]
+    assert data["why"][rid].startswith("# misattribution"), data["why"][rid]

@@ -9,6 +9,10 @@ requirements that own the defect, written from the contract, not from the judge.
     python tools/defect_shapes.py --save before.json   # keep the results to compare later
     python tools/defect_shapes.py --before before.json --doc docs/defect-shapes.md
 
+The figure to quote is the held-out set's (tests/transcripts/held-out.json): shapes written
+after the judge's fixes, measured once, never tuned on; this tool prints it last. The other
+shapes were used to fix the judge, so their "after" column is not a held-out measure.
+
 A shape's result is one of:
   caught          the judge fails exactly the expected requirements
   caught+extra    every expected requirement fails, and others too (a double count)
@@ -29,6 +33,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "transcripts"
+HELD_OUT = CORPUS / "held-out.json"
 sys.path.insert(0, str(ROOT / "tools" / "real_targets"))
 
 import transcript  # noqa: E402
@@ -107,6 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     if before is not None:
         print("before:", summary(before))
     print("now:   ", summary(results))
+    held = json.loads(HELD_OUT.read_text(encoding="utf-8"))
+    held_now = {name: results[name] for name in held["shapes"] if name in results}
+    print(f"held-out ({len(held_now)} shapes, never tuned on): {summary(held_now)}")
+    print(f"held-out as measured {held['measured']['date']}: {held['measured']['summary']}")
     return 0
 
 

@@ -43,6 +43,10 @@ def promote(argv: list[str] | None = None) -> int:
         print(f"ERROR: cannot read {args.saved}: {exc}", file=sys.stderr)
         return 4
     data.pop("judged_failed", None)
+    problems = transcript.provenance_problems(data)
+    if problems:
+        print(f"ERROR: {args.saved}: {'; '.join(problems)}", file=sys.stderr)
+        return 4
     judged = set(transcript.judge(data))
     expected = set(filter(None, args.expect.split(","))) if args.expect is not None else judged
     why = dict(item.split("=", 1) for item in args.why if "=" in item)

@@ -12,6 +12,7 @@ the suite itself is unchanged.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 import threading
@@ -23,6 +24,8 @@ import transcript
 
 ENV_DIR = "CONFORMANCE_TRANSCRIPTS_DIR"
 ENV_SOURCE = "CONFORMANCE_TRANSCRIPTS_SOURCE"  # "family|server version|how obtained"
+# JSON: {"server", "version", "command", "server_command", "date"} of the recording run.
+ENV_PROVENANCE = "CONFORMANCE_TRANSCRIPTS_PROVENANCE"
 _counter = itertools.count(1)
 _lock = threading.Lock()
 
@@ -40,10 +43,20 @@ def _source() -> dict[str, str]:
     }
 
 
+def _provenance() -> dict[str, Any]:
+    try:
+        given = json.loads(os.environ.get(ENV_PROVENANCE) or "{}")
+    except ValueError:
+        given = {}
+    return {**(given if isinstance(given, dict) else {}), "kind": "recorded"}
+
+
 def save(exchange: Any, folder: Path, spec: str) -> Path:
     """Write one exchange as a transcript with the judge's findings of today."""
     secrets = [os.environ.get("CONFORMANCE_API_KEY", "")]
-    data = transcript.to_transcript(exchange, spec=spec, source=_source(), secrets=secrets)
+    data = transcript.to_transcript(
+        exchange, spec=spec, source=_source(), secrets=secrets, provenance=_provenance()
+    )
     try:
         data["judged_failed"] = sorted(transcript.judge(data))
     except Exception as exc:  # a judge crash is worth keeping beside the bytes

@@ -19,6 +19,8 @@ The targets:
   prism-aihubmix       Stoplight Prism mocking specs/aihubmix.yaml
   prism-nscale         Stoplight Prism mocking specs/nscale.yaml (a patched copy: see below)
   prism-proxy          Prism as a validating proxy (Nscale doc) in front of llama-cpp-python
+  mlx-lm               mlx-lm's server (mlx's CPU build) on the tiny model in HF format
+  fastchat             FastChat: controller + model worker (CPU torch) + OpenAI API server
 
 Results: ``WORK/results/<target>-<spec>/{results.json,report.html,junit.xml}``, the
 server logs beside them, ``WORK/results/matrix.{html,md}`` and ``WORK/results/summary.json``.
@@ -62,6 +64,17 @@ LLAMA_CPP_PYTHON = "0.3.36"
 LITELLM = "1.108.7"  # newest whose [proxy] extra resolves on PyPI here (1.108.8+ pin litellm-proxy-extras releases PyPI lacks; avoid 1.107.0, a compromised release)
 GGUF = "0.19.0"
 PRISM = "5.16.0"
+MLX = "0.32.4"  # mlx[cpu]: Linux x86_64 CPU wheels (mlx-cpu) on PyPI
+MLX_LM = "0.32.2"
+FSCHAT = "0.2.36"
+TORCH = "2.13.0"  # CPU wheel
+# fschat 0.2.36 (2024) reads config.rope_scaling["factor"] whenever rope_scaling is set;
+# transformers 5 always sets it ({"rope_type": "default", ...}) and the worker dies (KeyError).
+# Its API server calls pydantic-1 methods (chunk.json(ensure_ascii=False)): under pydantic 2
+# every stream dies with a TypeError after the headers. pydantic 1 needs a FastAPI of its time.
+FASTCHAT_PINS = ["transformers<4.50", "pydantic<2", "fastapi<0.111"]
+HF_MODEL_PACKAGES = ["numpy", "safetensors", "tokenizers", "transformers"]
+MLX_MODEL = "default_model"  # mlx-lm's name for the model given by --model
 
 MODEL_ALIAS = "tiny"  # the model name the llama servers and the forwarding proxy serve
 MOCK_MODEL = "mock-model"
@@ -112,6 +125,22 @@ class Work:
         return self.root / f"llama-server-{LLAMA_CPP_PYTHON}" / "build" / "bin" / "llama-server"
 
     @property
+    def mlx_venv(self) -> Path:
+        return self.root / "venv-mlx"
+
+    @property
+    def fastchat_venv(self) -> Path:
+        return self.root / "venv-fastchat"
+
+    @property
+    def hf_model_venv(self) -> Path:
+        return self.root / "venv-hf-model"
+
+    @property
+    def hf_model(self) -> Path:
+        return self.root / "models" / "tiny-hf"
+
+    @property
     def prism_bin(self) -> Path:
         return self.root / f"prism-{PRISM}" / "node_modules" / ".bin" / "prism"
 
@@ -141,6 +170,40 @@ def prepare_model(work: Work) -> Path:
             [py, HERE / "tiny_model.py", work.model], work.logs / "tiny-model.log", timeout=300
         )
     return work.model
+
+
+def prepare_hf_model(work: Work) -> Path:
+    """The tiny model again, in the Hugging Face format (tiny_hf_model.py; no torch needed)."""
+    if not (work.hf_model / "model.safetensors").exists():
+        py = _venv(work, work.hf_model_venv, HF_MODEL_PACKAGES, "hf-model", "install-hf-model.log")
+        run_logged(
+            [py, HERE / "tiny_hf_model.py", work.hf_model],
+            work.logs / "tiny-hf-model.log",
+            timeout=300,
+        )
+    return work.hf_model
+
+
+def prepare_mlx_lm(work: Work) -> Path:
+    """mlx-lm with mlx's CPU build (``mlx[cpu]``: prebuilt Linux x86_64 wheels, no compile)."""
+    return _venv(
+        work,
+        work.mlx_venv,
+        [f"mlx[cpu]=={MLX}", f"mlx-lm=={MLX_LM}"],
+        f"mlx-lm-{MLX_LM}",
+        "install-mlx.log",
+    )
+
+
+def prepare_fastchat(work: Work) -> Path:
+    """FastChat (fschat[model_worker]) with the CPU build of torch."""
+    return _venv(
+        work,
+        work.fastchat_venv,
+        [f"torch=={TORCH}", f"fschat[model_worker]=={FSCHAT}", *FASTCHAT_PINS],
+        f"fastchat-{FSCHAT}",
+        "install-fastchat.log",
+    )
 
 
 def prepare_llama_cpp_python(work: Work) -> Path:
@@ -427,6 +490,98 @@ def start_prism_proxy(work: Work, prep: dict[str, Path], key: str) -> list[Serve
     return [proxy, upstream]
 
 
+def _offline_env(**extra: str) -> dict[str, str]:
+    """No model or tokenizer is fetched from a hub at run time: the tiny model is local."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", **extra)
+    return env
+
+
+NICE = ["nice", "-n", "10"]  # the machine is shared: servers yield the CPU to others
+
+
+def start_mlx_lm(work: Work, prep: dict[str, Path], key: str) -> list[Server]:
+    """mlx-lm's OpenAI-compatible server on the tiny HF model, on mlx's CPU backend.
+
+    It has no API key option: every request is served with or without credentials.
+    """
+    port = free_port()
+    server = Server(
+        "mlx-lm",
+        [*NICE, prep["mlx-lm"], "-m", "mlx_lm", "server", "--model", prep["hf-model"],
+         "--host", "127.0.0.1", "--port", str(port)],
+        port=port,
+        log_path=work.logs / "server-mlx-lm.log",
+        ready_path="/health",
+        env=_offline_env(),
+    )  # fmt: skip
+    server.start(ready_timeout=180)
+    return [server]
+
+
+def start_fastchat(work: Work, prep: dict[str, Path], key: str) -> list[Server]:
+    """FastChat: controller, one model worker (the tiny HF model on CPU), OpenAI API server.
+
+    The API server is up before the worker has registered; it is ready once /v1/models
+    lists the model.
+    """
+    py = prep["fastchat"]
+    env = _offline_env(PYTHONUNBUFFERED="1")
+    c_port, w_port, port = free_port(), free_port(), free_port()
+    controller_url = f"http://127.0.0.1:{c_port}"
+    controller = Server(
+        "fastchat-controller",
+        [*NICE, py, "-m", "fastchat.serve.controller", "--host", "127.0.0.1", "--port", str(c_port)],
+        port=c_port, log_path=work.logs / "server-fastchat-controller.log",
+        ready_path="/", env=env, cwd=work.root,
+    )  # fmt: skip
+    worker = Server(
+        "fastchat-model-worker",
+        [*NICE, py, "-m", "fastchat.serve.model_worker", "--model-path", prep["hf-model"],
+         "--model-names", MODEL_ALIAS, "--device", "cpu", "--host", "127.0.0.1",
+         "--port", str(w_port), "--worker-address", f"http://127.0.0.1:{w_port}",
+         "--controller-address", controller_url],
+        port=w_port, log_path=work.logs / "server-fastchat-model-worker.log",
+        ready_path="/", env=env, cwd=work.root,
+    )  # fmt: skip
+    api = Server(
+        "fastchat",
+        [*NICE, py, "-m", "fastchat.serve.openai_api_server", "--host", "127.0.0.1",
+         "--port", str(port), "--controller-address", controller_url, "--api-keys", key],
+        port=port, log_path=work.logs / "server-fastchat-api.log",
+        ready_path="/", env=env, cwd=work.root,
+        headers={"Authorization": f"Bearer {key}"},
+    )  # fmt: skip
+    started: list[Server] = []
+    try:
+        for server, timeout in ((controller, 120), (worker, 300), (api, 120)):
+            server.start(ready_timeout=timeout)
+            started.append(server)
+        _wait_for_model(api, key, MODEL_ALIAS, timeout=120)
+    except BaseException:
+        for server in reversed(started):
+            server.stop()
+        raise
+    return [api, worker, controller]
+
+
+def _wait_for_model(server: Server, key: str, model: str, timeout: float) -> None:
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    req = urllib.request.Request(
+        server.url + "/v1/models", headers={"Authorization": f"Bearer {key}"}
+    )
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(req, timeout=5) as resp:
+                if model in resp.read().decode("utf-8", "replace"):
+                    return
+        except OSError:
+            pass
+        time.sleep(1)
+    raise StepError(f"{server.name}: /v1/models never listed {model!r} (log: {server.log_path})")
+
+
 def prism_violations(work: Work, servers: list[Server], spec: str) -> None:
     """Tally the violations Prism's log reports, for comparison with the suite's findings."""
     import re
@@ -484,6 +639,19 @@ def _version_prism(work: Work) -> str:
         return "@stoplight/prism-cli ?"
 
 
+def _version_mlx_lm(work: Work) -> str:
+    py = work.mlx_venv / "bin" / "python"
+    return f"mlx-lm {_pkg_version(py, 'mlx-lm')} (mlx {_pkg_version(py, 'mlx')}, CPU)"
+
+
+def _version_fastchat(work: Work) -> str:
+    py = work.fastchat_venv / "bin" / "python"
+    return (
+        f"fschat {_pkg_version(py, 'fschat')} (torch {_pkg_version(py, 'torch')}, "
+        f"transformers {_pkg_version(py, 'transformers')}, pydantic {_pkg_version(py, 'pydantic')})"
+    )
+
+
 TARGETS = [
     # Ordered by how soon each is ready on a fresh machine: the pip and npm installs take
     # about a minute; the two llama.cpp builds take several.
@@ -505,6 +673,11 @@ TARGETS = [
            start_prism_proxy, vocab_size=512,
            version=lambda w: f"{_version_prism(w)} proxy -> {_version_llama_cpp_python(w)}",
            after=prism_violations, concurrency=1),
+    # Not built from source: prebuilt wheels only (mlx-cpu, torch CPU).
+    Target("mlx-lm", ("hf-model", "mlx-lm"), SPECS, MLX_MODEL, start_mlx_lm, vocab_size=512,
+           version=_version_mlx_lm, concurrency=2),
+    Target("fastchat", ("hf-model", "fastchat"), SPECS, MODEL_ALIAS, start_fastchat,
+           vocab_size=512, version=_version_fastchat, concurrency=2),
 ]  # fmt: skip
 
 # The server family each target's transcripts belong to (tests/transcripts/<family>/).
@@ -524,13 +697,19 @@ PREPARE: dict[str, Callable[[Work], Path]] = {
     "litellm": prepare_litellm,
     "prism": prepare_prism,
     "model": prepare_model,
+    "mlx-lm": prepare_mlx_lm,
+    "fastchat": prepare_fastchat,
+    "hf-model": prepare_hf_model,
 }
 
 
 # -- the run ----------------------------------------------------------------------------------
 
 
-def run_suite(work: Work, target: Target, spec: str, url: str, key: str) -> dict[str, object]:
+def run_suite(
+    work: Work, target: Target, spec: str, servers: list[Server], key: str
+) -> dict[str, object]:
+    url = servers[0].url
     out_dir = work.results / f"{target.name}-{spec}"
     if out_dir.exists():
         shutil.rmtree(out_dir)
@@ -547,9 +726,23 @@ def run_suite(work: Work, target: Target, spec: str, url: str, key: str) -> dict
         cmd += ["--concurrency", str(target.concurrency)]
     # Every exchange is saved, redacted, as a transcript (record_transcripts.py); promote
     # the telling ones into tests/transcripts/ with promote_transcript.py.
+    version = target.version(work)
+    # What each saved transcript says about how it was recorded (key and ports are per run).
+    provenance = {
+        "server": version,
+        "version": version,
+        "command": _portable(" ".join(map(str, cmd)).replace(url, "http://127.0.0.1:P"), work)
+        + f" (run by python tools/real_targets/run.py --targets {target.name} --specs {spec})",
+        "server_command": " | ".join(
+            _portable(" ".join(s.cmd).replace(key, "K").replace(str(s.port), "P"), work)
+            for s in servers
+        ),
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+    }
     env = dict(
         os.environ,
         CONFORMANCE_API_KEY=key,
+        CONFORMANCE_TRANSCRIPTS_PROVENANCE=json.dumps(provenance),
         CONFORMANCE_TRANSCRIPTS_DIR=str(out_dir / "transcripts"),
         CONFORMANCE_TRANSCRIPTS_SOURCE=f"{FAMILY.get(target.name, target.name)}|{target.version(work)}|"
         f"recorded from {target.name} run locally by tools/real_targets",
@@ -590,6 +783,11 @@ def run_suite(work: Work, target: Target, spec: str, url: str, key: str) -> dict
     else:
         log(f"{target.name} / {spec}: no results.json (exit {rc}); see {log_path}")
     return entry
+
+
+def _portable(command: str, work: Work) -> str:
+    """A command line without this machine's paths: WORK is the work folder."""
+    return command.replace(str(work.python), "python").replace(str(work.root), "WORK")
 
 
 def compare(work: Work) -> None:
@@ -725,7 +923,7 @@ def main(argv: list[str] | None = None) -> int:
                             server.stop()
                         servers = target.start(work, prep, key)
                         log(f"{target.name}: restarted at {servers[0].url}")
-                    entry = run_suite(work, target, spec, servers[0].url, key)
+                    entry = run_suite(work, target, spec, servers, key)
                     entry["version"] = version
                     if target.after is not None and entry.get("results"):
                         target.after(work, servers, spec)

@@ -99,10 +99,11 @@ def learn_merges(text: str, count: int) -> list[tuple[str, str]]:
     return merges
 
 
-def build_vocab(merge_count: int) -> tuple[list[str], list[int], list[str]]:
-    """Tokens (bytes first, then merges, then the control token), their types, merges."""
-    import gguf
+def vocab_tokens(merge_count: int) -> tuple[list[str], list[str]]:
+    """Tokens (bytes first, then merges, then the control token) and the merges.
 
+    Shared with tiny_hf_model.py, so that both formats have the very same vocabulary.
+    """
     tokens = [bytes_to_unicode()[b] for b in range(256)]
     merges = learn_merges(CORPUS, merge_count)
     seen = set(tokens)
@@ -110,10 +111,17 @@ def build_vocab(merge_count: int) -> tuple[list[str], list[int], list[str]]:
         if a + b not in seen:
             tokens.append(a + b)
             seen.add(a + b)
-    types = [int(gguf.TokenType.NORMAL)] * len(tokens)
     tokens.append(EOT)
-    types.append(int(gguf.TokenType.CONTROL))
-    return tokens, types, [f"{a} {b}" for a, b in merges]
+    return tokens, [f"{a} {b}" for a, b in merges]
+
+
+def build_vocab(merge_count: int) -> tuple[list[str], list[int], list[str]]:
+    """Tokens, their GGUF token types, merges."""
+    import gguf
+
+    tokens, merges = vocab_tokens(merge_count)
+    types = [int(gguf.TokenType.NORMAL)] * (len(tokens) - 1) + [int(gguf.TokenType.CONTROL)]
+    return tokens, types, merges
 
 
 def write_model(path: Path, *, seed: int = 1, merge_count: int = 255) -> int:

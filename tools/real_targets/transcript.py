@@ -31,6 +31,66 @@ SECRET_HEADERS = ("authorization", "api-key", "x-api-key", "proxy-authorization"
 VOLATILE_HEADERS = ("date", "set-cookie")
 PATH = "/v1/completions"
 
+# -- provenance ---------------------------------------------------------------------------
+# Every transcript says how its bytes were obtained (tests/transcripts/README.md):
+#   recorded  a real server sent them to the suite's client (server, version, command, date);
+#   modelled  written from a cited issue, pull request, source file or document;
+#   moved     written from a cited source that shows another endpoint (e.g. a chat-completions
+#             bug shown on /v1/completions): `from` names that endpoint.
+PROVENANCE_KINDS = ("recorded", "modelled", "moved")
+RECORDED_KEYS = ("server", "version", "command", "date")
+# A modelled exchange whose source shows no response headers keeps only these; requirements
+# judged on other headers alone are then unknowable on replay and are not judged.
+HEADERS_NONE_SHOWN = "none shown"
+HEADERS_CITED = "cited"
+BODY_HEADERS = ("content-type", "content-encoding")
+HEADER_ONLY_REQUIREMENTS = frozenset({"REQUEST-ID-HEADER", "RESP-HEADERS-REQUIRED"})
+
+
+def provenance_problems(data: dict[str, Any]) -> list[str]:
+    """What the transcript's provenance lacks or contradicts (empty: well formed)."""
+    prov = data.get("provenance")
+    if not isinstance(prov, dict):
+        return ["no provenance: say whether the bytes were recorded, modelled or moved"]
+    kind = prov.get("kind")
+    if kind not in PROVENANCE_KINDS:
+        return [f"provenance.kind {kind!r} is not one of {', '.join(PROVENANCE_KINDS)}"]
+    if kind == "recorded":
+        return [f"recorded without {key}" for key in RECORDED_KEYS if not prov.get(key)]
+    problems = []
+    cites = prov.get("cites")
+    if not isinstance(cites, list) or not cites or not all(isinstance(c, str) and c for c in cites):
+        problems.append(f"{kind} without `cites` (the issue, pull request, file or document)")
+    if kind == "moved" and not prov.get("from"):
+        problems.append("moved without `from` (the endpoint the source shows)")
+    if not prov.get("verified"):
+        problems.append(f"{kind} without `verified` (whether the citation was found, and how)")
+    headers = prov.get("headers")
+    if headers not in (HEADERS_NONE_SHOWN, HEADERS_CITED):
+        problems.append(f"provenance.headers must be {HEADERS_NONE_SHOWN!r} or {HEADERS_CITED!r}")
+    elif headers == HEADERS_CITED and not prov.get("headers_source"):
+        problems.append("headers cited without `headers_source`")
+    elif headers == HEADERS_NONE_SHOWN:
+        extra = [
+            str(k)
+            for k, _ in data.get("response", {}).get("headers", [])
+            if str(k).lower() not in BODY_HEADERS
+        ]
+        if extra:
+            problems.append(f"headers the source does not show: {', '.join(extra)}")
+        unknowable = sorted(HEADER_ONLY_REQUIREMENTS & set(data.get("expect_failed", [])))
+        if unknowable:
+            problems.append(f"expects {', '.join(unknowable)} although no header is known")
+    return problems
+
+
+def unknowable(data: dict[str, Any]) -> frozenset[str]:
+    """Requirements the transcript cannot witness: header-only ones when no header is known."""
+    prov = data.get("provenance") or {}
+    if prov.get("kind") != "recorded" and prov.get("headers") == HEADERS_NONE_SHOWN:
+        return HEADER_ONLY_REQUIREMENTS
+    return frozenset()
+
 
 # -- Exchange -> transcript ---------------------------------------------------------------
 
@@ -62,7 +122,12 @@ def _scrub(text: str, secrets: Sequence[str]) -> str:
 
 
 def to_transcript(
-    exchange: Exchange, *, spec: str, source: dict[str, str], secrets: Sequence[str] = ()
+    exchange: Exchange,
+    *,
+    spec: str,
+    source: dict[str, str],
+    secrets: Sequence[str] = (),
+    provenance: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A redacted, JSON-able transcript of ``exchange`` (findings left for the promoter)."""
     # Values too short to be secrets would blank out ordinary text if scrubbed.
@@ -96,6 +161,7 @@ def to_transcript(
         "format": FORMAT,
         "title": case.label or "recorded exchange",
         "source": source,
+        "provenance": provenance or {"kind": "recorded"},
         "spec": spec,
         "case": {
             "mode": case.mode,
@@ -195,6 +261,9 @@ def judge(data: dict[str, Any], spec: Any = None) -> dict[str, str]:
     load_checks()
     spec = spec if spec is not None else load_spec(data["spec"])
     findings = evaluate(list(REGISTRY.values()), spec, to_exchange(data))
+    # A modelled exchange whose source shows no headers cannot witness header requirements.
+    skip = unknowable(data)
+    findings = [f for f in findings if f.requirement not in skip]
     # A check that crashed (outcome "error" once the reports slice adds it) is a suite
     # defect: never let it pass for "not failed".
     crashed = [f for f in findings if f.outcome == "error"]
