@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.case import requested_int
-from conformance.checks.common import completion, declares, is_int, is_number
+from conformance.checks.common import completion, declares, is_int, is_number, says
 from conformance.checks.views import Labelled, assemble, by_index, labelled, stream_view
 from conformance.requirements import Context, Level, Violation, requirement
 
@@ -289,8 +289,10 @@ def _with_logprobs(ctx: Context) -> Labelled:
     statement="Each choice carries a logprobs object when logprobs is requested (0 too: the "
     "sampled tokens' logprobs), and none (null or absent) when logprobs is not requested.",
     source=SPEC_TEXT + " (as well the chosen tokens; the API will always return the logprob "
-    "of the sampled token)",
+    "of the sampled token); lm-evaluation-harness reads choices[].logprobs.token_logprobs",
     evidence="spec-text",
+    stated=says("logprobs", r"always return the `?logprob`? of the sampled token"),
+    otherwise="client-visible",
     scope=LOGPROBS_SCOPE,
     applies=completion,
 )
@@ -318,8 +320,11 @@ def logprobs_shape(ctx: Context) -> None:
     level=MUST,
     area="semantics",
     statement="Every logprob is a finite number <= 0; null only for the first echoed token.",
-    source="spec: token_logprobs (log probabilities: <= 0 by definition); OpenAI for echo",
+    source="spec: token_logprobs (log probabilities: <= 0 by definition); OpenAI for echo; "
+    "scoring clients (lm-evaluation-harness) sum them as log-likelihoods",
     evidence="spec-text",
+    stated=says("logprobs", r"log probabilities"),
+    otherwise="client-visible",
     scope=LOGPROBS_SCOPE,
     applies=_has_logprobs,
 )
@@ -336,6 +341,8 @@ def logprobs_values(ctx: Context) -> None:
     source=SPEC_TEXT + " (the API will return a list of the `logprobs` most likely tokens; "
     "up to logprobs+1 elements)",
     evidence="spec-text",
+    stated=says("logprobs", r"up to `?logprobs ?\+ ?1`? elements"),
+    otherwise="openai-contract",
     scope=LOGPROBS_SCOPE,
     applies=lambda ctx: _has_logprobs(ctx) and requested_logprobs(ctx.case.body) is not None,
 )

@@ -25,6 +25,7 @@ from conformance.checks.common import (
     choices_of,
     declares,
     is_int,
+    says,
     streamed_200,
 )
 from conformance.checks.logprobs import (
@@ -131,6 +132,8 @@ def stream_framing(ctx: Context) -> None:
     # Stated in the spec's text, but today's clients read most typed events as data:
     # a rule stated loosely, hence SHOULD.
     evidence="spec-text",
+    stated=says("stream", r"data-only"),
+    otherwise="openai-contract",
     scope=STREAM_SCOPE,
     applies=framed,
 )
@@ -176,8 +179,11 @@ def stream_chunk_schema(ctx: Context) -> None:
     level=MUST,
     area="streaming",
     statement="`data: [DONE]` arrives exactly once, as the last event.",
-    source=STREAM_TEXT + " (terminated by a `data: [DONE]` message); erratum done-sentinel",
+    source=STREAM_TEXT + " (terminated by a `data: [DONE]` message); erratum done-sentinel; "
+    "OpenAI clients stop reading at it",
     evidence="spec-text",
+    stated=says("stream", r"data: \[DONE\]"),
+    otherwise="client-visible",
     scope=STREAM_SCOPE,
     applies=uninterrupted,
 )
@@ -230,6 +236,8 @@ def stream_error_event(ctx: Context) -> None:
     source="spec: CreateCompletionResponse.id (A unique identifier for the completion), "
     "object enum, created (Unix timestamp in seconds)",
     evidence="spec-text",
+    stated=says("id", r"unique identifier"),
+    otherwise="openai-contract",
     scope=STREAM_SCOPE,
     applies=lambda ctx: framed(ctx) and bool(stream_view(ctx.exchange).chunks),
 )
@@ -260,6 +268,8 @@ def stream_consistent_ids(ctx: Context) -> None:
     source="spec text: CreateCompletionRequest.n; OpenAI clients assemble streamed choices "
     "by index",
     evidence="spec-text",
+    stated=says("n", r"for each prompt"),
+    otherwise="client-visible",
     scope=STREAM_SCOPE,
     applies=lambda ctx: readable(ctx) and has_events(ctx),
 )
@@ -342,6 +352,8 @@ def stream_finish_enum(ctx: Context) -> None:
     source=USAGE_TEXT + " (an additional chunk before `data: [DONE]`; all other chunks "
     "carry a null usage)",
     evidence="spec-text",
+    stated=says("include_usage", r"additional chunk"),
+    otherwise="openai-contract",
     scope=USAGE_SCOPE,
     applies=lambda ctx: readable(ctx) and has_events(ctx) and include_usage(ctx),
 )
@@ -387,6 +399,8 @@ def stream_usage(ctx: Context) -> None:
     statement="Without include_usage, no chunk carries usage.",
     source=USAGE_TEXT + " (If set, an additional chunk ...)",
     evidence="spec-text",
+    stated=says("include_usage", r"additional chunk"),
+    otherwise="openai-contract",
     scope=STREAM_SCOPE,
     # Judged on the chunk objects even when another payload is not one (that payload is
     # STREAM-CHUNK-SCHEMA's): the usage the real chunks carry is seen all the same.
@@ -413,6 +427,8 @@ def stream_usage_unrequested(ctx: Context) -> None:
     "LOGPROBS-OFFSETS' rules.",
     source="spec text: CreateCompletionRequest.logprobs; the openai SDK's Logprobs model",
     evidence="spec-text",
+    stated=says("logprobs", r"always return the `?logprob`? of the sampled token"),
+    otherwise="client-visible",
     scope=declares("logprobs"),
     applies=by_index,
 )
@@ -448,6 +464,8 @@ def _twin(ctx: Context) -> dict[str, Any] | None:
     source=STREAM_TEXT + " (partial progress of the same completion); determinism is best "
     "effort (seed), hence SHOULD",
     evidence="spec-text",
+    stated=says("stream", r"partial progress"),
+    otherwise="openai-contract",
     scope=STREAM_SCOPE,
     applies=lambda ctx: by_index(ctx) and _twin(ctx) is not None,
 )

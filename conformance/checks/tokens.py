@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.checks.common import completion, declares, is_int
+from conformance.checks.common import completion, declares, is_int, says
 from conformance.checks.logprobs import arrays, echoed, logprobs_objects, path_of, unrendered_end
 from conformance.checks.semantics import (
     SPEC_TEXT,
@@ -141,6 +141,8 @@ def check_usage_total(usage: dict[str, Any], where: str = "usage") -> None:
     statement="usage.total_tokens equals prompt_tokens + completion_tokens.",
     source=USAGE_TEXT + ".total_tokens (prompt + completion)",
     evidence="spec-text",
+    stated=says("total_tokens", r"prompt \+ completion"),
+    otherwise="openai-contract",
     applies=lambda ctx: completion(ctx) and usage_of(ctx.exchange.json) is not None,
 )
 def usage_total(ctx: Context) -> None:
@@ -206,6 +208,8 @@ def _prompt_span(prompt: Any, suffix: str) -> tuple[int, int] | None:
     "most prompt_tokens.",
     source=USAGE_TEXT + ".prompt_tokens (Number of tokens in the prompt)",
     evidence="spec-text",
+    stated=says("prompt_tokens", r"tokens in the prompt"),
+    otherwise="openai-contract",
     applies=_has_usage,
 )
 def usage_prompt_tokens(ctx: Context) -> None:
@@ -256,6 +260,8 @@ def usage_prompt_tokens(ctx: Context) -> None:
     "completion_tokens_details parts are at most completion_tokens.",
     source=USAGE_TEXT + ".completion_tokens (Number of tokens in the generated completion)",
     evidence="spec-text",
+    stated=says("completion_tokens", r"tokens in the generated completion"),
+    otherwise="openai-contract",
     applies=_has_usage,
 )
 def usage_completion_tokens(ctx: Context) -> None:
@@ -319,6 +325,8 @@ def undercount(ctx: Context, ans: Answer) -> Violation | None:
     "nothing beyond the echoed prompt for max_tokens 0.",
     source=SPEC_TEXT + ".max_tokens",
     evidence="spec-text",
+    stated=says("max_tokens", r"maximum number of .{0,40}tokens.{0,60}generated"),
+    otherwise="openai-contract",
     scope=declares("max_tokens"),
     when=lambda ctx: token_bound(ctx) is not None,
 )
@@ -338,6 +346,8 @@ def usage_max_tokens(ctx: Context, ans: Answer) -> None:
     source="spec: finish_reason (`length` if the maximum number of tokens specified in the "
     "request was reached)",
     evidence="spec-text",
+    stated=says("finish_reason", r"`length` if the maximum number of tokens"),
+    otherwise="openai-contract",
     scope=declares("max_tokens"),
     when=lambda ctx: max_tokens(ctx) is not None,
 )
