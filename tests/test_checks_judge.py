@@ -480,3 +480,29 @@ def test_the_run_and_its_verdict_use_the_level_under_the_spec_judged() -> None:
     assert "USAGE-TOTAL" not in untested and "STREAM-USAGE" not in untested
     assert "STREAM-DONE" in untested
     assert "USAGE-TOTAL" not in decide(results, NSCALE, Settings()).reasons[0]
+
+
+# -- declared defaults are promises ------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_server_applying_nscales_declared_logprobs_default_passes(stream: bool) -> None:
+    # Nscale declares `logprobs: default: 0`: a request that omits logprobs may be served
+    # with the sampled tokens' logprobs. AIHubMix declares `default: null`: there the same
+    # answer returns logprobs nobody asked for.
+    applied, omitted = req(logprobs=1, stream=stream), req(stream=stream)
+    if stream:
+        exchange = stream_exchange(omitted, chunks_for(applied))
+    else:
+        exchange = body_exchange(omitted, completion_for(applied))
+    assert failed(judge(NSCALE, exchange)) == set()
+    wrong = "STREAM-LOGPROBS" if stream else "LOGPROBS-PRESENCE"
+    assert failed(judge(AIHUBMIX, exchange)) == {wrong}
+
+
+def test_the_declared_default_bounds_top_logprobs_when_applied() -> None:
+    # Applied, the default 0 allows the sampled token alone at each position.
+    body = completion_for(req(logprobs=3))
+    findings = judge(NSCALE, body_exchange(req(), body))
+    assert failed(findings) == {"LOGPROBS-TOP-COUNT"}
+    assert "at most 1" in findings["LOGPROBS-TOP-COUNT"].message

@@ -8,12 +8,15 @@ only when it is a list, and checks each element's type before using it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from conformance.case import requested_int
 from conformance.checks.common import completion, declares, is_int, is_number, says
 from conformance.checks.views import Labelled, assemble, by_index, labelled, stream_view
 from conformance.requirements import Context, Level, Violation, requirement
+
+if TYPE_CHECKING:
+    from conformance.spec import Spec
 
 MUST, SHOULD = Level.MUST, Level.SHOULD
 SPEC_TEXT = "spec text: CreateCompletionRequest.logprobs"
@@ -30,6 +33,20 @@ def requested_logprobs(body: dict[str, Any]) -> int | None:
     value = requested_int(body.get("logprobs"))
     # A negative count (valid where a spec sets no minimum) asks for nothing defined.
     return value if value is not None and value >= 0 else None
+
+
+def declared_logprobs(spec: Spec) -> int | None:
+    """The logprobs count the document declares for a request that omits it (Nscale:
+    ``default: 0``): a promise a server may keep, so its sampled tokens' logprobs may come
+    back unasked. None where the document declares none (AIHubMix: ``default: null``)."""
+    value = (spec.request_properties.get("logprobs") or {}).get("default")
+    return value if is_int(value) and value >= 0 else None
+
+
+def asked_logprobs(ctx: Context) -> int | None:
+    """The logprobs count in force: the request's, else the document's declared default."""
+    wanted = requested_logprobs(ctx.case.body)
+    return wanted if wanted is not None else declared_logprobs(ctx.spec)
 
 
 def logprobs_objects(choices: Labelled) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
@@ -74,9 +91,13 @@ def check_presence(ctx: Context, choices: Labelled) -> None:
     """A logprobs object on every choice when requested (0 included), on none when not.
 
     ``logprobs: 0`` asks for the sampled tokens' logprobs and no alternatives: the spec
-    text says the chosen tokens are always included, so 0 is a request, not "off".
+    text says the chosen tokens are always included, so 0 is a request, not "off". Where
+    the request omits it and the document declares a default, a server may apply that
+    default (and return logprobs) or not.
     """
     wanted = requested_logprobs(ctx.case.body)
+    if wanted is None and declared_logprobs(ctx.spec) is not None:
+        return
     for name, choice in choices:
         has = isinstance(choice.get("logprobs"), dict)
         if wanted is not None and not has:
@@ -150,7 +171,7 @@ def check_top_count(ctx: Context, choices: Labelled) -> None:
     a key fewer than ``logprobs`` entries is the schema's limit, not a missing candidate
     (SGLang #32290). OpenAI avoids it with ``bytes:`` keys.
     """
-    k = requested_logprobs(ctx.case.body) or 0
+    k = asked_logprobs(ctx) or 0
     for name, _, lp in logprobs_objects(choices):
         got = arrays(lp)
         where = f"{path_of(name)}.logprobs.top_logprobs"
@@ -344,7 +365,7 @@ def logprobs_values(ctx: Context) -> None:
     stated=says("logprobs", r"up to `?logprobs ?\+ ?1`? elements"),
     otherwise="openai-contract",
     scope=LOGPROBS_SCOPE,
-    applies=lambda ctx: _has_logprobs(ctx) and requested_logprobs(ctx.case.body) is not None,
+    applies=lambda ctx: _has_logprobs(ctx) and asked_logprobs(ctx) is not None,
 )
 def logprobs_top_count(ctx: Context) -> None:
     check_top_count(ctx, _with_logprobs(ctx))

@@ -29,6 +29,7 @@ from conformance.checks.common import (
     streamed_200,
 )
 from conformance.checks.logprobs import (
+    asked_logprobs,
     check_offsets,
     check_presence,
     check_shape,
@@ -441,7 +442,7 @@ def stream_logprobs(ctx: Context) -> None:
     choices = assemble(stream)
     check_shape(choices)
     check_values(ctx, choices)
-    if wanted is not None:
+    if asked_logprobs(ctx) is not None:
         check_top_count(ctx, choices)
     check_offsets(ctx, choices)
 

@@ -456,3 +456,17 @@ def _not_json(items: Items, ctx: StreamContext) -> Items:
     position = 1 if is_content(items[1]) else 0
     text = dumps(items[position]).decode()
     return [*items[:position], text[: len(text) // 2], *items[position + 1 :]]
+
+
+# --- levels helper (issue 20): declared defaults and false witnesses ------------------------
+
+
+@fault(
+    "logprobs-declared-default",
+    "A request that omits `logprobs` is served with Nscale's declared default `logprobs: 0`: "
+    "the sampled tokens' logprobs come back unasked (both modes). Legal under Nscale; under "
+    "AIHubMix (`default: null`) logprobs were not requested.",
+    "plan",
+)
+def _logprobs_declared_default(plan: Plan) -> Plan:
+    return replace(plan, logprobs_always=True)

@@ -71,6 +71,8 @@ PROOFS: tuple[Proof, ...] = (
     _p("FINISH-ENUM", "finish-enum"),
     _p("ECHO-PREFIX", "echo-ignored"),
     _p("LOGPROBS-PRESENCE", "logprobs-ignored"),
+    # Nscale's declared default applied: legal under Nscale, logprobs unasked under AIHubMix.
+    _p("LOGPROBS-PRESENCE", "logprobs-declared-default"),
     _p("LOGPROBS-SHAPE", "logprobs-length-mismatch"),
     _p("LOGPROBS-VALUES", "logprobs-positive"),
     _p("LOGPROBS-TOP-COUNT", "top-logprobs-extra"),
@@ -190,6 +192,11 @@ EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {
     ("json-content-type-text", ()): {
         "aihubmix": _s("RESP-CONTENT-TYPE"),
         "nscale": _s("RESP-CONTENT-TYPE"),
+    },
+    # Nscale declares `logprobs: default: 0`; a server applying it breaks nothing there.
+    ("logprobs-declared-default", ()): {
+        "aihubmix": _s("LOGPROBS-PRESENCE", "STREAM-LOGPROBS"),
+        "nscale": _s(),
     },
     ("logprobs-ignored", ()): {
         "aihubmix": _s("LOGPROBS-PRESENCE", "STREAM-LOGPROBS"),
