@@ -51,16 +51,26 @@ class Violation(Exception):
 
     ``path`` points at the offending value (``choices[1].logprobs.text_offset[3]``, or
     ``event[4].choices[0].finish_reason`` in a stream); ``expected`` and ``actual`` say
-    what was wanted and what came, when a single value shows it.
+    what was wanted and what came, when a single value shows it. ``witness`` names the part
+    of the answer the finding rests on when another requirement judges that part itself
+    (``usage``, ``logprobs``): conformance.attribution withholds the finding when the target
+    is shown to get that witness wrong.
     """
 
     def __init__(
-        self, message: str, *, path: str | None = None, expected: Any = None, actual: Any = None
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        expected: Any = None,
+        actual: Any = None,
+        witness: str | None = None,
     ) -> None:
         super().__init__(message)
         self.path = path
         self.expected = expected
         self.actual = actual
+        self.witness = witness
 
 
 class Unsupported(Exception):

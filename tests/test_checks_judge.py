@@ -284,17 +284,34 @@ def test_length_below_max_tokens_measured_by_usage_of_one_choice() -> None:
     assert failed(body_findings(case, body)) == {"FINISH-LENGTH"}
 
 
-def test_top_logprobs_complete_at_every_position() -> None:
+def test_fewer_alternatives_than_asked_is_a_should_not_a_must() -> None:
+    # No document supports "at least logprobs entries" as a MUST: candidates that
+    # detokenize alike share one key, and OpenAI documents that fewer may come back.
     case = req(logprobs=3)
     body = completion_for(case)
     body["choices"][0]["logprobs"]["top_logprobs"][2] = {"x": -0.5}
     findings = body_findings(case, body)
-    assert failed(findings) == {"LOGPROBS-TOP-COUNT"}
-    assert "promises the 3 most likely" in findings["LOGPROBS-TOP-COUNT"].message
+    assert failed(findings) == {"LOGPROBS-TOP-FULL"}
+    assert must_failures(findings) == set()
+    assert "asks for the 3 most likely" in findings["LOGPROBS-TOP-FULL"].message
+    assert REGISTRY["LOGPROBS-TOP-FULL"].level is Level.SHOULD
     streamed = req(stream=True, logprobs=3)
     chunks = chunks_for(streamed)
     chunks[0]["choices"][0]["logprobs"]["top_logprobs"][1] = {"x": -0.5}
-    assert failed(judge(AIHUBMIX, stream_exchange(streamed, chunks))) == {"STREAM-LOGPROBS"}
+    stream_failed = failed(judge(AIHUBMIX, stream_exchange(streamed, chunks)))
+    assert stream_failed == {"STREAM-LOGPROBS-TOP-FULL"}
+
+
+def test_stream_logprobs_rules_are_one_requirement_each() -> None:
+    # Formerly STREAM-LOGPROBS: five rules under one MUST. Each now has its own ID, level
+    # and evidence, the same as its body twin's.
+    rules = ("PRESENCE", "SHAPE", "VALUES", "TOP-COUNT", "TOP-FULL", "OFFSETS")
+    assert "STREAM-LOGPROBS" not in REGISTRY
+    for rule in rules:
+        body, stream = REGISTRY[f"LOGPROBS-{rule}"], REGISTRY[f"STREAM-LOGPROBS-{rule}"]
+        for spec in (AIHUBMIX, NSCALE):
+            one, two = body.under(spec), stream.under(spec)
+            assert (one.level, one.evidence) == (two.level, two.evidence), rule
 
 
 def test_text_offset_rules_apply_to_streams() -> None:
@@ -302,8 +319,8 @@ def test_text_offset_rules_apply_to_streams() -> None:
     chunks = chunks_for(case)
     chunks[0]["choices"][0]["logprobs"]["text_offset"][2] = 0
     findings = judge(AIHUBMIX, stream_exchange(case, chunks))
-    assert failed(findings) == {"STREAM-LOGPROBS"}
-    assert "decreases" in findings["STREAM-LOGPROBS"].message
+    assert failed(findings) == {"STREAM-LOGPROBS-OFFSETS"}
+    assert "decreases" in findings["STREAM-LOGPROBS-OFFSETS"].message
 
 
 def test_with_echo_offsets_describe_the_returned_text() -> None:
@@ -496,7 +513,7 @@ def test_a_server_applying_nscales_declared_logprobs_default_passes(stream: bool
     else:
         exchange = body_exchange(omitted, completion_for(applied))
     assert failed(judge(NSCALE, exchange)) == set()
-    wrong = "STREAM-LOGPROBS" if stream else "LOGPROBS-PRESENCE"
+    wrong = "STREAM-LOGPROBS-PRESENCE" if stream else "LOGPROBS-PRESENCE"
     assert failed(judge(AIHUBMIX, exchange)) == {wrong}
 
 
@@ -506,3 +523,19 @@ def test_the_declared_default_bounds_top_logprobs_when_applied() -> None:
     findings = judge(NSCALE, body_exchange(req(), body))
     assert failed(findings) == {"LOGPROBS-TOP-COUNT"}
     assert "at most 1" in findings["LOGPROBS-TOP-COUNT"].message
+
+
+# -- attribution: one defect, one finding ------------------------------------------------
+
+
+@pytest.mark.parametrize("spec", [AIHUBMIX, NSCALE], ids=["aihubmix", "nscale"])
+def test_a_wrong_object_in_stream_chunks_is_one_finding(spec: Any) -> None:
+    # As in a body (RESP-OBJECT, not also RESP-SCHEMA): the chunk schema leaves `object`
+    # to STREAM-CONSISTENT-IDS.
+    case = req(stream=True)
+    chunks = chunks_for(case)
+    for chunk in chunks:
+        chunk["object"] = "text_completion.chunk"
+    findings = judge(spec, stream_exchange(case, chunks))
+    assert failed(findings) == {"STREAM-CONSISTENT-IDS"}
+    assert "text_completion.chunk" in findings["STREAM-CONSISTENT-IDS"].message

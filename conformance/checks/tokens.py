@@ -96,6 +96,7 @@ def overrun(ctx: Context, ans: Answer) -> Violation | None:
             path="usage.completion_tokens",
             expected=bound,
             actual=done,
+            witness="usage",
         )
     for name, choice, count in generated_counts(ctx, ans.choices):
         lp = choice["logprobs"]
@@ -105,6 +106,7 @@ def overrun(ctx: Context, ans: Answer) -> Violation | None:
                 path=f"{path_of(name)}.logprobs.tokens",
                 expected=limit,
                 actual=count,
+                witness="logprobs",
             )
     if limit == 0:
         for name, choice in ans.choices:
@@ -287,11 +289,11 @@ def check_breakdown(usage: dict[str, Any], kind: str) -> None:
             )
 
 
-def visible_tokens(ctx: Context, ans: Answer) -> int:
+def visible_tokens(ctx: Context, ans: Answer, *, by_logprobs: bool = True) -> int:
     """The fewest tokens the choices visibly generated: logprobs tokens (an end-of-text
-    token aside), else one per choice with generated text."""
+    token aside; not with ``by_logprobs=False``), else one per choice with generated text."""
     counted: dict[str, int] = {}
-    for name, choice, count in generated_counts(ctx, ans.choices):
+    for name, choice, count in generated_counts(ctx, ans.choices) if by_logprobs else []:
         end = unrendered_end(choice, choice["logprobs"]["tokens"])
         counted[name] = count - 1 if end else count
     for name, choice in ans.choices:
@@ -308,11 +310,14 @@ def undercount(ctx: Context, ans: Answer) -> Violation | None:
     seen = visible_tokens(ctx, ans)
     if done >= seen:
         return None
+    # Short of the text alone, the finding needs no logprobs; else it rests on them.
+    by_text = done < visible_tokens(ctx, ans, by_logprobs=False)
     return Violation(
         f"completion_tokens is {done}, but the choices visibly generated at least {seen} token(s)",
         path="usage.completion_tokens",
         expected=f">= {seen}",
         actual=done,
+        witness=None if by_text else "logprobs",
     )
 
 
@@ -389,10 +394,12 @@ def finish_length(ctx: Context, ans: Answer) -> None:
                 path=where,
                 expected="length",
                 actual=reason,
+                witness=None if limit == 0 else ("usage" if name == by_usage else "logprobs"),
             )
         if reason == "length" and count is not None and count < limit:
             raise Violation(
                 f'{name} finished with "length" after {count} token(s), below max_tokens={limit}',
                 path=where,
                 actual=reason,
+                witness="usage" if name == by_usage else "logprobs",
             )
