@@ -89,22 +89,17 @@ def test_streamed_usage_off_by_one_is_not_also_stream_finish_length() -> None:
 
 
 def cumulative(case: Any, words: list[str]) -> list[dict[str, Any]]:
-    """One chunk per token, each chunk's logprobs holding every token so far."""
+    """One chunk per token (the echoed prompt first, with echo), each chunk's logprobs
+    holding every token so far."""
     whole = completion_for(case, words)["choices"][0]
     lp, chunks = whole["logprobs"], []
-    for i, word in enumerate(words):
+    tokens = lp["tokens"]
+    for i, token in enumerate(tokens):
         piece = {k: v[: i + 1] for k, v in lp.items()}
-        finish = whole["finish_reason"] if i == len(words) - 1 else None
-        choice = {"index": 0, "text": word, "logprobs": piece, "finish_reason": finish}
-        chunks.append(
-            {
-                "id": "cmpl-1",
-                "object": "text_completion",
-                "created": 1_760_000_000,
-                "model": "reference-model",
-                "choices": [choice],
-            }
-        )
+        finish = whole["finish_reason"] if i == len(tokens) - 1 else None
+        choice = {"index": 0, "text": token, "logprobs": piece, "finish_reason": finish}
+        head = {"id": "cmpl-1", "object": "text_completion", "created": 1_760_000_000}
+        chunks.append({**head, "model": "reference-model", "choices": [choice]})
     return chunks
 
 
@@ -143,3 +138,14 @@ def test_usage_shown_wrong_only_through_wrong_logprobs_keeps_usage_findings() ->
     attribute(results)
     assert "USAGE-COMPLETION-TOKENS" not in failing(results)
     assert "STREAM-MAX-TOKENS" not in failing(results)
+
+
+def test_cumulative_logprobs_with_echo_are_one_finding() -> None:
+    # With echo the first chunk holds the prompt's null logprob; repeated by every later
+    # chunk, the joined arrays would break LOGPROBS-VALUES' and TOP-COUNT's rules too.
+    case = req(logprobs=1, stream=True, max_tokens=4, echo=True)
+    words = ["Hello", " world", " and", " more"]
+    chunks = cumulative(req(logprobs=1, echo=True), words)
+    results = run(stream_exchange(case, chunks))
+    attribute(results)
+    assert failing(results) == {"STREAM-LOGPROBS-OFFSETS"}

@@ -8,6 +8,7 @@ only when it is a list, and checks each element's type before using it.
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING, Any
 
 from conformance.case import requested_int
@@ -332,6 +333,22 @@ def _logprobs_in(ctx: Context) -> bool:
     return bool(logprobs_objects(answer(ctx).choices))
 
 
+def _joined(ctx: Context) -> bool:
+    """The answer has logprobs, and a stream's join into one array per choice: its chunks
+    go on where the last stopped. Offsets that go back (chunks that repeat earlier tokens,
+    as cumulative logprobs do) are STREAM-LOGPROBS-OFFSETS' finding, and the joined arrays
+    (an echoed null repeated, too many tokens) say nothing more about the other rules."""
+    if not _logprobs_in(ctx):
+        return False
+    if not ctx.case.stream:
+        return True
+    for _, _, lp in logprobs_objects(answer(ctx).choices):
+        offsets = [o for o in arrays(lp).get("text_offset", []) if is_int(o)]
+        if any(b < a for a, b in itertools.pairwise(offsets)):
+            return False
+    return True
+
+
 @requirement(
     "LOGPROBS-PRESENCE",
     level=MUST,
@@ -377,7 +394,7 @@ def logprobs_shape(ctx: Context, ans: Answer) -> None:
     stated=says("logprobs", r"log probabilities"),
     otherwise="client-visible",
     scope=LOGPROBS_SCOPE,
-    when=_logprobs_in,
+    when=_joined,
 )
 def logprobs_values(ctx: Context, ans: Answer) -> None:
     check_values(ctx, ans.choices)
@@ -395,7 +412,7 @@ def logprobs_values(ctx: Context, ans: Answer) -> None:
     stated=says("logprobs", r"up to `?logprobs ?\+ ?1`? elements"),
     otherwise="openai-contract",
     scope=LOGPROBS_SCOPE,
-    when=lambda ctx: _logprobs_in(ctx) and asked_logprobs(ctx) is not None,
+    when=lambda ctx: _joined(ctx) and asked_logprobs(ctx) is not None,
 )
 def logprobs_top_count(ctx: Context, ans: Answer) -> None:
     check_top_count(ctx, ans.choices)
@@ -414,7 +431,7 @@ def logprobs_top_count(ctx: Context, ans: Answer) -> None:
     stated=says("logprobs", r"list of the \d+ most likely tokens"),
     otherwise="openai-contract",
     scope=LOGPROBS_SCOPE,
-    when=lambda ctx: _logprobs_in(ctx) and bool(requested_logprobs(ctx.case.body)),
+    when=lambda ctx: _joined(ctx) and bool(requested_logprobs(ctx.case.body)),
 )
 def logprobs_top_full(ctx: Context, ans: Answer) -> None:
     check_top_full(ctx, ans.choices)
