@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from conformance import __version__
+from conformance.attribution import attribute
 from conformance.client import Client, Limits, Pacer, RetryPolicy
 from conformance.engine import Played, Run, Settings, execute, no_verdict_reason
 from conformance.policies import registry
@@ -231,6 +232,7 @@ def conclude(
     """Decide the verdict of the merged Results, store it, and write the reports."""
     results, settings = assembled.results, assembled.run.settings
     results.meta["wall_time"] = round(time.time() - results.meta["started"], 3)
+    attribute(results)  # one defect, one finding: before the baseline and the verdict
     if assembled.baseline is not None:
         from reports.baseline import compare_to_baseline
 

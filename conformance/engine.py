@@ -156,8 +156,9 @@ class Run:
         self.settings = settings
         self.spec = spec
         self.client = client
+        # Each at the level this spec's evidence supports (Requirement.under).
         self.requirements: list[Requirement] = [
-            REGISTRY[r] for r in REGISTRY if settings.selected(r)
+            REGISTRY[r].under(spec) for r in REGISTRY if settings.selected(r)
         ]
         # Budgets are split between xdist workers so that the run as a whole honours them.
         self.budget = Budget(

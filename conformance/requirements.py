@@ -7,16 +7,20 @@ failure). ``applies`` says which exchanges a requirement judges, so every exchan
 judged by every requirement that applies to it: tokens cost money.
 
 Each requirement names the evidence it rests on, and its level follows that evidence
-(docs/design.md): a server habit (what OpenAI happens to do) is never a MUST. ``scope`` says
-why a requirement cannot apply under a given spec (the spec does not declare the
-feature), so a run can report it as not applicable instead of untested.
+(docs/design.md): a server habit (what OpenAI happens to do) is never a MUST. Evidence is per document: a
+requirement resting on a document's text or schema says where (``stated``), and which
+evidence is left where the judged document is silent (``otherwise``); ``under(spec)`` is
+the requirement as that document supports it (a MUST whose remaining evidence is the
+OpenAI contract or a server habit is a SHOULD there). ``scope`` says why a requirement
+cannot apply under a given spec (the spec does not declare the feature), so a run can
+report it as not applicable instead of untested.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +39,10 @@ class Level(StrEnum):
 
 
 #: Evidence tiers, strongest first. Only the first three may carry a MUST.
-EVIDENCE = ("spec-schema", "spec-text", "client-visible", "server-habit")
+#: ``openai-contract``: OpenAI's API reference states it and the judged document, which
+#: reuses OpenAI's field names, says nothing either way: what "OpenAI-compatible" leads a
+#: client to expect, not what this document promises, hence at most a SHOULD.
+EVIDENCE = ("spec-schema", "spec-text", "client-visible", "openai-contract", "server-habit")
 MUST_EVIDENCE = frozenset(EVIDENCE[:3])
 
 
@@ -44,16 +51,26 @@ class Violation(Exception):
 
     ``path`` points at the offending value (``choices[1].logprobs.text_offset[3]``, or
     ``event[4].choices[0].finish_reason`` in a stream); ``expected`` and ``actual`` say
-    what was wanted and what came, when a single value shows it.
+    what was wanted and what came, when a single value shows it. ``witness`` names the part
+    of the answer the finding rests on when another requirement judges that part itself
+    (``usage``, ``logprobs``): conformance.attribution withholds the finding when the target
+    is shown to get that witness wrong.
     """
 
     def __init__(
-        self, message: str, *, path: str | None = None, expected: Any = None, actual: Any = None
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        expected: Any = None,
+        actual: Any = None,
+        witness: str | None = None,
     ) -> None:
         super().__init__(message)
         self.path = path
         self.expected = expected
         self.actual = actual
+        self.witness = witness
 
 
 class Unsupported(Exception):
@@ -80,6 +97,8 @@ class Context:
 Check = Callable[[Context], None]
 Predicate = Callable[[Context], bool]
 Scope = Callable[["Spec"], "str | None"]
+#: Whether a document gives a requirement's evidence (its text says it, its schema has it).
+Stated = Callable[["Spec"], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,10 +114,22 @@ class Requirement:
     applies: Predicate = field(compare=False, repr=False)
     evidence: str = ""
     scope: Scope | None = field(default=None, compare=False, repr=False)
+    stated: Stated | None = field(default=None, compare=False, repr=False)
+    otherwise: str = ""
 
     def not_applicable(self, spec: Spec) -> str | None:
         """Why this requirement cannot apply under ``spec``, or None."""
         return self.scope(spec) if self.scope is not None else None
+
+    def under(self, spec: Spec) -> Requirement:
+        """This requirement as ``spec`` supports it: where the document does not give its
+        evidence, the ``otherwise`` evidence, and the level that evidence allows."""
+        if self.stated is None or self.stated(spec):
+            return self
+        level = self.level
+        if level is Level.MUST and self.otherwise not in MUST_EVIDENCE:
+            level = Level.SHOULD
+        return replace(self, level=level, evidence=self.otherwise)
 
 
 REGISTRY: dict[str, Requirement] = {}
@@ -119,12 +150,21 @@ def requirement(
     evidence: str,
     applies: Predicate = always,
     scope: Scope | None = None,
+    stated: Stated | None = None,
+    otherwise: str = "",
 ) -> Callable[[Check], Check]:
-    """Register the decorated check as the judge of requirement ``id``."""
+    """Register the decorated check as the judge of requirement ``id``.
+
+    ``stated`` and ``otherwise`` go together: where the judged document does not give
+    ``evidence`` (``stated(spec)`` is false), the requirement rests on ``otherwise``.
+    """
     if area not in AREAS:
         raise ValueError(f"unknown area {area!r}")
-    if evidence not in EVIDENCE:
-        raise ValueError(f"{id}: unknown evidence tier {evidence!r} (one of {EVIDENCE})")
+    if (stated is None) != (not otherwise):
+        raise ValueError(f"{id}: stated and otherwise go together")
+    for tier in (evidence, otherwise) if stated else (evidence,):
+        if tier not in EVIDENCE:
+            raise ValueError(f"{id}: unknown evidence tier {tier!r} (one of {EVIDENCE})")
     if level is Level.MUST and evidence not in MUST_EVIDENCE:
         raise ValueError(f"{id}: a MUST needs spec or client-visible evidence, not {evidence}")
 
@@ -139,7 +179,7 @@ def requirement(
         ):
             raise ValueError(f"requirement {id} registered twice")
         REGISTRY[id] = Requirement(
-            id, level, area, statement, source, check, applies, evidence, scope
+            id, level, area, statement, source, check, applies, evidence, scope, stated, otherwise
         )
         return check
 

@@ -68,6 +68,7 @@ class Finding:
     expected: Any = None
     actual: Any = None
     case: str = ""
+    witness: str | None = None  # what it rests on (Violation.witness; conformance.attribution)
 
     @property
     def fingerprint(self) -> str:
@@ -136,6 +137,7 @@ def evaluate(
                     expected=getattr(exc, "expected", None),
                     actual=getattr(exc, "actual", None),
                     case=key,
+                    witness=getattr(exc, "witness", None),
                 )
             )
         except Unsupported as exc:
@@ -225,6 +227,10 @@ class Tally:
     fingerprints: list[str] = field(default_factory=list)
     fingerprints_dropped: int = 0
     examples: list[dict[str, Any]] = field(default_factory=list)
+    #: Failures resting on a witness (conformance.attribution): witness -> fingerprint -> n.
+    witnessed: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: Why failures were withheld (conformance.attribution), one line each.
+    not_judged: list[str] = field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -305,6 +311,9 @@ class Results:
             elif f.outcome == "failed":
                 tally.failed += 1
                 tally.add_fingerprints([f.fingerprint])
+                if f.witness:
+                    prints = tally.witnessed.setdefault(f.witness, {})
+                    prints[f.fingerprint] = prints.get(f.fingerprint, 0) + 1
             elif f.outcome == "error":
                 tally.errored += 1
             if f.outcome != "passed":
@@ -350,6 +359,11 @@ class Results:
             mine.add_fingerprints(theirs.fingerprints, theirs.fingerprints_dropped)
             for example in theirs.examples:
                 mine.add_example(example)
+            for witness, prints in theirs.witnessed.items():
+                into = mine.witnessed.setdefault(witness, {})
+                for fp, n in prints.items():
+                    into[fp] = into.get(fp, 0) + n
+            mine.not_judged += [n for n in theirs.not_judged if n not in mine.not_judged]
         for key, value in other.spent.items():
             self.spent[key] = self.spent.get(key, 0) + value
         for feature, entry in other.capabilities.items():

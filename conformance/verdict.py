@@ -86,7 +86,7 @@ def coverage(results: Results, spec: Spec, settings: Settings) -> Coverage:
     budget = results.meta.get(BUDGET)
     untested, not_applicable, deselected = [], [], []
     for rid, req in REGISTRY.items():
-        if req.level != Level.MUST:
+        if req.under(spec).level != Level.MUST:
             continue
         if not settings.selected(rid):
             deselected.append(rid)

@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from conformance.attribution import attribute
 from conformance.results import Results
 from reports import write_all
 from reports.baseline import check_baseline, compare_to_baseline
@@ -109,6 +110,7 @@ def merge(runs: list[Results], baseline: Results | None = None) -> Results:
     merged.meta.pop("shard", None)
     merged.meta["shards"] = len(runs)
     merged.meta["wall_time"] = max(float(r.meta.get("wall_time", 0)) for r in runs)
+    attribute(merged)  # a witness shown wrong in one shard is no evidence in another
     if any("coverage" in r.meta for r in runs):
         merged.meta["coverage"] = merge_coverage(runs, merged)
     verdicts = {r.meta.get("verdict") for r in runs}

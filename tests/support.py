@@ -78,8 +78,13 @@ def failed(findings: dict[str, Finding]) -> set[str]:
     return {rid for rid, f in findings.items() if f.outcome == "failed"}
 
 
-def must_failures(findings: dict[str, Finding]) -> set[str]:
-    return {rid for rid in failed(findings) if REGISTRY[rid].level.value == "MUST"}
+def must_failures(findings: dict[str, Finding], spec: Spec | None = None) -> set[str]:
+    """The failed requirements that are MUSTs (under ``spec``, when given)."""
+    return {
+        rid
+        for rid in failed(findings)
+        if (REGISTRY[rid].under(spec) if spec else REGISTRY[rid]).level.value == "MUST"
+    }
 
 
 def case(mode: str = "valid", **body: Any) -> Case:

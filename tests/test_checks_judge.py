@@ -284,17 +284,34 @@ def test_length_below_max_tokens_measured_by_usage_of_one_choice() -> None:
     assert failed(body_findings(case, body)) == {"FINISH-LENGTH"}
 
 
-def test_top_logprobs_complete_at_every_position() -> None:
+def test_fewer_alternatives_than_asked_is_a_should_not_a_must() -> None:
+    # No document supports "at least logprobs entries" as a MUST: candidates that
+    # detokenize alike share one key, and OpenAI documents that fewer may come back.
     case = req(logprobs=3)
     body = completion_for(case)
     body["choices"][0]["logprobs"]["top_logprobs"][2] = {"x": -0.5}
     findings = body_findings(case, body)
-    assert failed(findings) == {"LOGPROBS-TOP-COUNT"}
-    assert "promises the 3 most likely" in findings["LOGPROBS-TOP-COUNT"].message
+    assert failed(findings) == {"LOGPROBS-TOP-FULL"}
+    assert must_failures(findings) == set()
+    assert "asks for the 3 most likely" in findings["LOGPROBS-TOP-FULL"].message
+    assert REGISTRY["LOGPROBS-TOP-FULL"].level is Level.SHOULD
     streamed = req(stream=True, logprobs=3)
     chunks = chunks_for(streamed)
     chunks[0]["choices"][0]["logprobs"]["top_logprobs"][1] = {"x": -0.5}
-    assert failed(judge(AIHUBMIX, stream_exchange(streamed, chunks))) == {"STREAM-LOGPROBS"}
+    stream_failed = failed(judge(AIHUBMIX, stream_exchange(streamed, chunks)))
+    assert stream_failed == {"STREAM-LOGPROBS-TOP-FULL"}
+
+
+def test_stream_logprobs_rules_are_one_requirement_each() -> None:
+    # Formerly STREAM-LOGPROBS: five rules under one MUST. Each now has its own ID, level
+    # and evidence, the same as its body twin's.
+    rules = ("PRESENCE", "SHAPE", "VALUES", "TOP-COUNT", "TOP-FULL", "OFFSETS")
+    assert "STREAM-LOGPROBS" not in REGISTRY
+    for rule in rules:
+        body, stream = REGISTRY[f"LOGPROBS-{rule}"], REGISTRY[f"STREAM-LOGPROBS-{rule}"]
+        for spec in (AIHUBMIX, NSCALE):
+            one, two = body.under(spec), stream.under(spec)
+            assert (one.level, one.evidence) == (two.level, two.evidence), rule
 
 
 def test_text_offset_rules_apply_to_streams() -> None:
@@ -302,8 +319,8 @@ def test_text_offset_rules_apply_to_streams() -> None:
     chunks = chunks_for(case)
     chunks[0]["choices"][0]["logprobs"]["text_offset"][2] = 0
     findings = judge(AIHUBMIX, stream_exchange(case, chunks))
-    assert failed(findings) == {"STREAM-LOGPROBS"}
-    assert "decreases" in findings["STREAM-LOGPROBS"].message
+    assert failed(findings) == {"STREAM-LOGPROBS-OFFSETS"}
+    assert "decreases" in findings["STREAM-LOGPROBS-OFFSETS"].message
 
 
 def test_with_echo_offsets_describe_the_returned_text() -> None:
@@ -390,3 +407,135 @@ def test_usage_breakdown_cannot_exceed_its_total(kind: str, rid: str) -> None:
     findings = body_findings(req(), body)
     assert failed(findings) == {rid}
     assert "cannot exceed its total" in findings[rid].message
+
+
+# -- levels per (requirement, document) --------------------------------------------------
+
+#: Spec-text requirements another branch owns (HTTP-STATUS-DECLARED's and MODEL-NOT-FOUND's
+#: evidence is being reworked there), and one whose scope already asks the document.
+TEXT_ELSEWHERE = {"MODEL-NOT-FOUND", "REQUEST-ID-HEADER"}
+
+
+def test_every_spec_text_requirement_says_where_the_document_states_it() -> None:
+    loose = {
+        rid
+        for rid, r in REGISTRY.items()
+        if r.evidence == "spec-text" and r.stated is None and rid not in TEXT_ELSEWHERE
+    }
+    assert loose == set()
+    for rid, r in REGISTRY.items():
+        if r.stated is not None:
+            assert r.stated(AIHUBMIX), f"{rid}: the AIHubMix text it cites is not found"
+
+
+def test_nscale_has_no_field_descriptions_so_nothing_rests_on_its_text() -> None:
+    # The Nscale document describes no field: a requirement that applies there rests on
+    # its schema, a client that breaks, or the OpenAI contract (then at most a SHOULD).
+    on_text = {
+        rid
+        for rid, r in REGISTRY.items()
+        if r.under(NSCALE).evidence == "spec-text" and r.not_applicable(NSCALE) is None
+    }
+    assert on_text <= TEXT_ELSEWHERE
+    for rid, r in REGISTRY.items():
+        judged = r.under(NSCALE)
+        if judged.level is Level.MUST:
+            assert judged.evidence in MUST_EVIDENCE, rid
+        if judged.evidence in ("openai-contract", "server-habit"):
+            assert judged.level is not Level.MUST, rid
+
+
+@pytest.mark.parametrize(
+    ("rid", "nscale"),
+    [
+        ("USAGE-TOTAL", ("SHOULD", "openai-contract")),
+        ("FINISH-LENGTH", ("SHOULD", "openai-contract")),
+        ("STOP-ABSENT", ("SHOULD", "openai-contract")),
+        # Nscale types `object` as any string: no enum to cite.
+        ("RESP-OBJECT", ("SHOULD", "openai-contract")),
+        # A client breaks: the MUST stays, on that evidence.
+        ("LOGPROBS-PRESENCE", ("MUST", "client-visible")),
+        ("STREAM-DONE", ("MUST", "client-visible")),
+        ("CHOICES-COUNT", ("MUST", "client-visible")),
+    ],
+)
+def test_level_follows_the_evidence_of_the_document_judged(
+    rid: str, nscale: tuple[str, str]
+) -> None:
+    registered = REGISTRY[rid]
+    assert registered.under(AIHUBMIX) is registered
+    assert registered.level is Level.MUST
+    judged = registered.under(NSCALE)
+    assert (judged.level.value, judged.evidence) == nscale
+
+
+def test_a_stated_requirement_names_its_other_evidence() -> None:
+    with pytest.raises(ValueError, match="go together"):
+        requirement(
+            "X-HALF",
+            level=Level.MUST,
+            area="schema",
+            statement="s",
+            source="s",
+            evidence="spec-text",
+            stated=lambda spec: True,
+        )
+
+
+def test_the_run_and_its_verdict_use_the_level_under_the_spec_judged() -> None:
+    from conformance.engine import Settings
+    from conformance.results import Results
+    from conformance.verdict import coverage, decide
+
+    resolved = [r.under(NSCALE) for r in REGISTRY.values()]
+    results = Results.for_requirements(resolved)
+    assert results.tallies["USAGE-TOTAL"].level == "SHOULD"
+    assert results.tallies["USAGE-TOTAL"].evidence == "openai-contract"
+    results.tallies["USAGE-TOTAL"].failed = results.tallies["USAGE-TOTAL"].checked = 1
+    # Untested SHOULDs under Nscale are not a coverage gap; a failed one does not decide.
+    untested = {u.id for u in coverage(results, NSCALE, Settings()).untested}
+    assert "USAGE-TOTAL" not in untested and "STREAM-USAGE" not in untested
+    assert "STREAM-DONE" in untested
+    assert "USAGE-TOTAL" not in decide(results, NSCALE, Settings()).reasons[0]
+
+
+# -- declared defaults are promises ------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_server_applying_nscales_declared_logprobs_default_passes(stream: bool) -> None:
+    # Nscale declares `logprobs: default: 0`: a request that omits logprobs may be served
+    # with the sampled tokens' logprobs. AIHubMix declares `default: null`: there the same
+    # answer returns logprobs nobody asked for.
+    applied, omitted = req(logprobs=1, stream=stream), req(stream=stream)
+    if stream:
+        exchange = stream_exchange(omitted, chunks_for(applied))
+    else:
+        exchange = body_exchange(omitted, completion_for(applied))
+    assert failed(judge(NSCALE, exchange)) == set()
+    wrong = "STREAM-LOGPROBS-PRESENCE" if stream else "LOGPROBS-PRESENCE"
+    assert failed(judge(AIHUBMIX, exchange)) == {wrong}
+
+
+def test_the_declared_default_bounds_top_logprobs_when_applied() -> None:
+    # Applied, the default 0 allows the sampled token alone at each position.
+    body = completion_for(req(logprobs=3))
+    findings = judge(NSCALE, body_exchange(req(), body))
+    assert failed(findings) == {"LOGPROBS-TOP-COUNT"}
+    assert "at most 1" in findings["LOGPROBS-TOP-COUNT"].message
+
+
+# -- attribution: one defect, one finding ------------------------------------------------
+
+
+@pytest.mark.parametrize("spec", [AIHUBMIX, NSCALE], ids=["aihubmix", "nscale"])
+def test_a_wrong_object_in_stream_chunks_is_one_finding(spec: Any) -> None:
+    # As in a body (RESP-OBJECT, not also RESP-SCHEMA): the chunk schema leaves `object`
+    # to STREAM-CONSISTENT-IDS.
+    case = req(stream=True)
+    chunks = chunks_for(case)
+    for chunk in chunks:
+        chunk["object"] = "text_completion.chunk"
+    findings = judge(spec, stream_exchange(case, chunks))
+    assert failed(findings) == {"STREAM-CONSISTENT-IDS"}
+    assert "text_completion.chunk" in findings["STREAM-CONSISTENT-IDS"].message

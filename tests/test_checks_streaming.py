@@ -112,10 +112,17 @@ PROOFS = [
     ),
     Proof("STREAM-STOP-ABSENT", "stop-in-text", repr(STOP), {"stop": [STOP], "max_tokens": 8}),
     Proof("STREAM-ECHO-PREFIX", "echo-ignored", "does not start with the prompt", {"echo": True}),
-    Proof("STREAM-LOGPROBS", "logprobs-ignored", "logprobs=2 requested", {"logprobs": 2}),
-    Proof("STREAM-LOGPROBS", "logprobs-positive", "is 0.5", {"logprobs": 2}),
-    Proof("STREAM-LOGPROBS", "top-logprobs-extra", "at most 3 allowed", {"logprobs": 2}),
-    Proof("STREAM-LOGPROBS", "logprobs-length-mismatch", "differ in length", {"logprobs": 2}),
+    Proof("STREAM-LOGPROBS-PRESENCE", "logprobs-ignored", "logprobs=2 requested", {"logprobs": 2}),
+    Proof("STREAM-LOGPROBS-VALUES", "logprobs-positive", "is 0.5", {"logprobs": 2}),
+    Proof("STREAM-LOGPROBS-TOP-COUNT", "top-logprobs-extra", "at most 3 allowed", {"logprobs": 2}),
+    Proof("STREAM-LOGPROBS-SHAPE", "logprobs-length-mismatch", "differ in length", {"logprobs": 2}),
+    Proof("STREAM-LOGPROBS-TOP-FULL", "top-logprobs-short", "asks for the 2", {"logprobs": 2}),
+    Proof(
+        "STREAM-LOGPROBS-OFFSETS",
+        "stream-text-offset-stalled",
+        "do not follow the text",
+        {"logprobs": 1},
+    ),
 ]
 PAIRS = [(p, f) for p in PROOFS for f in p.flavors]
 

@@ -65,11 +65,11 @@ def test_logprobs_0_answered_null_fails_presence_and_a_logprobs_object_passes() 
     assert failed(fixed) == set()
 
 
-def test_logprobs_0_streamed_without_logprobs_fails_stream_logprobs() -> None:
+def test_logprobs_0_streamed_without_logprobs_fails_stream_logprobs_presence() -> None:
     data = shape("vllm/guard-finish-on-last-text-chunk")
     assert failed(data) == set()
     data["request"]["body"]["logprobs"] = 0
-    assert failed(data) == {"STREAM-LOGPROBS"}
+    assert failed(data) == {"STREAM-LOGPROBS-PRESENCE"}
 
 
 # -- text_offset follows the tokens, and stays inside prompt + text ----------------------
@@ -79,8 +79,8 @@ def test_streamed_offsets_that_stall_fail_and_advancing_offsets_pass(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     data = shape("vllm/bug-stream-echo-logprobs-offsets-shifted")
-    assert failed(data) == {"STREAM-LOGPROBS"}
-    assert "do not follow the text" in transcript.judge(data)["STREAM-LOGPROBS"]
+    assert failed(data) == {"STREAM-LOGPROBS-OFFSETS"}
+    assert "do not follow the text" in transcript.judge(data)["STREAM-LOGPROBS-OFFSETS"]
     fixed = copy.deepcopy(data)
     chunks = chunks_of(fixed)
     chunks[1]["choices"][0]["logprobs"]["text_offset"] = [12]
@@ -88,7 +88,7 @@ def test_streamed_offsets_that_stall_fail_and_advancing_offsets_pass(
     fixed["response"]["body"] = sse(chunks)
     assert failed(fixed) == set()
     monkeypatch.setattr(logprobs, "_check_advance", lambda *a: None)
-    assert "STREAM-LOGPROBS" not in failed(data)
+    assert "STREAM-LOGPROBS-OFFSETS" not in failed(data)
 
 
 def test_non_streamed_offsets_that_skip_a_token_fail_logprobs_offsets() -> None:
@@ -186,7 +186,7 @@ def test_fewer_alternatives_pass_only_where_a_u_fffd_key_explains_them() -> None
     top = body["choices"][0]["logprobs"]["top_logprobs"][1]
     top[" and"] = top.pop("\ufffd")  # the same count, but nothing collided
     data["response"]["body"] = json.dumps(body)
-    assert failed(data) == {"LOGPROBS-TOP-COUNT"}
+    assert failed(data) == {"LOGPROBS-TOP-FULL"}  # a SHOULD: other collisions exist too
 
 
 # -- the measurement tool ----------------------------------------------------------------

@@ -357,10 +357,17 @@ def test_requirement_catalogue_is_up_to_date() -> None:
 
 def test_catalogue_lists_every_registered_requirement() -> None:
     from conformance.requirements import REGISTRY
+    from conformance.spec import load_spec
 
     text = render_catalogue()
+    aihubmix, nscale = load_spec("aihubmix"), load_spec("nscale")
     for rid, req in REGISTRY.items():
-        assert f"| `{rid}` | {req.level.value} |" in text
+        cells = [
+            f"{r.level.value} ({r.evidence})" for r in (req.under(aihubmix), req.under(nscale))
+        ]
+        assert f"| `{rid}` | {' | '.join(cells)} |" in text
+    # Levels per document: a spec-text MUST of AIHubMix's text is a SHOULD under Nscale.
+    assert "| `USAGE-TOTAL` | MUST (spec-text) | SHOULD (openai-contract) |" in text
 
 
 @pytest.mark.parametrize("text", ["a|b", "two\nlines"])

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeGuard
 
@@ -71,6 +73,63 @@ def declares(*params: str) -> Callable[[Spec], str | None]:
         return f"the spec declares no {' or '.join(params)} request parameter"
 
     return scope
+
+
+def _schemas(spec: Spec) -> list[Any]:
+    return [spec.request_schema, spec.response_schema, spec.stream_chunk_schema]
+
+
+def _properties(node: Any, name: str) -> list[Any]:
+    """Every property called ``name`` anywhere in ``node`` (a resolved schema)."""
+    found: list[Any] = []
+    todo = [node]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            props = item.get("properties")
+            if isinstance(props, dict) and name in props:
+                found.append(props[name])
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
+    return found
+
+
+def says(name: str, words: str) -> Callable[[Spec], bool]:
+    """A requirement's ``stated``: the document's text for property ``name`` (its
+    description, its referenced schema's description) says ``words`` (a regex)."""
+    pattern = re.compile(words, re.I | re.S)
+
+    def stated(spec: Spec) -> bool:
+        texts = (json.dumps(p) for s in _schemas(spec) for p in _properties(s, name))
+        return any(pattern.search(text) for text in texts)
+
+    return stated
+
+
+def constrains(name: str) -> Callable[[Spec], bool]:
+    """A requirement's ``stated``: the document's response schemas pin property ``name``
+    to given values (``enum`` or ``const``), not only to a type."""
+
+    def stated(spec: Spec) -> bool:
+        props = [p for s in _schemas(spec)[1:] for p in _properties(s, name)]
+        return any("enum" in node or "const" in node for p in props for node in _nodes_of(p))
+
+    return stated
+
+
+def _nodes_of(node: Any) -> list[dict[str, Any]]:
+    """``node`` and the branches of its combinators (``anyOf``, ``oneOf``, ``allOf``)."""
+    out: list[dict[str, Any]] = []
+    todo = [node]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, list):
+            todo.extend(item)
+        elif isinstance(item, dict):
+            out.append(item)
+            todo.extend(item.get(k, []) for k in ("anyOf", "oneOf", "allOf"))
+    return out
 
 
 def check_object(body: dict[str, Any], where: str = "") -> None:

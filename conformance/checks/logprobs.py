@@ -1,19 +1,32 @@
 """The legacy logprobs object: present when asked for, complete, and well formed.
 
-The rules are ``check_*`` helpers over labelled choices, so that STREAM-LOGPROBS judges
-the choices it assembles from a stream by the same logic as the LOGPROBS-* requirements
-judge a body. Every helper reads the arrays through :func:`arrays`, which keeps a value
+The rules are ``check_*`` helpers over labelled choices: each is registered for bodies
+(LOGPROBS-*) and for the choices assembled from a stream (STREAM-LOGPROBS-*), one rule
+and one evidence per requirement; STREAM-LOGPROBS-PRESENCE (streaming.py) judges chunks. Every helper reads the arrays through :func:`arrays`, which keeps a value
 only when it is a list, and checks each element's type before using it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import itertools
+from typing import TYPE_CHECKING, Any
 
 from conformance.case import requested_int
-from conformance.checks.common import completion, declares, is_int, is_number
-from conformance.checks.views import Labelled, assemble, by_index, labelled, stream_view
+from conformance.checks.common import completion, declares, is_int, is_number, says
+from conformance.checks.views import (
+    Answer,
+    Labelled,
+    answer,
+    assemble,
+    by_index,
+    in_both_modes,
+    labelled,
+    stream_view,
+)
 from conformance.requirements import Context, Level, Violation, requirement
+
+if TYPE_CHECKING:
+    from conformance.spec import Spec
 
 MUST, SHOULD = Level.MUST, Level.SHOULD
 SPEC_TEXT = "spec text: CreateCompletionRequest.logprobs"
@@ -30,6 +43,20 @@ def requested_logprobs(body: dict[str, Any]) -> int | None:
     value = requested_int(body.get("logprobs"))
     # A negative count (valid where a spec sets no minimum) asks for nothing defined.
     return value if value is not None and value >= 0 else None
+
+
+def declared_logprobs(spec: Spec) -> int | None:
+    """The logprobs count the document declares for a request that omits it (Nscale:
+    ``default: 0``): a promise a server may keep, so its sampled tokens' logprobs may come
+    back unasked. None where the document declares none (AIHubMix: ``default: null``)."""
+    value = (spec.request_properties.get("logprobs") or {}).get("default")
+    return value if is_int(value) and value >= 0 else None
+
+
+def asked_logprobs(ctx: Context) -> int | None:
+    """The logprobs count in force: the request's, else the document's declared default."""
+    wanted = requested_logprobs(ctx.case.body)
+    return wanted if wanted is not None else declared_logprobs(ctx.spec)
 
 
 def logprobs_objects(choices: Labelled) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
@@ -74,9 +101,13 @@ def check_presence(ctx: Context, choices: Labelled) -> None:
     """A logprobs object on every choice when requested (0 included), on none when not.
 
     ``logprobs: 0`` asks for the sampled tokens' logprobs and no alternatives: the spec
-    text says the chosen tokens are always included, so 0 is a request, not "off".
+    text says the chosen tokens are always included, so 0 is a request, not "off". Where
+    the request omits it and the document declares a default, a server may apply that
+    default (and return logprobs) or not.
     """
     wanted = requested_logprobs(ctx.case.body)
+    if wanted is None and declared_logprobs(ctx.spec) is not None:
+        return
     for name, choice in choices:
         has = isinstance(choice.get("logprobs"), dict)
         if wanted is not None and not has:
@@ -143,14 +174,12 @@ REPLACEMENT = "\ufffd"
 
 
 def check_top_count(ctx: Context, choices: Labelled) -> None:
-    """Each position has a top_logprobs object of logprobs to logprobs + 1 tokens.
+    """Each position has a top_logprobs object of at most logprobs + 1 tokens (the sampled
+    one besides the ``logprobs`` most likely), and with logprobs >= 1 the array is there.
 
-    top_logprobs is keyed by token text, so candidates that decode to the same text
-    (byte fragments all rendered as U+FFFD) collapse into one key: at a position with such
-    a key fewer than ``logprobs`` entries is the schema's limit, not a missing candidate
-    (SGLang #32290). OpenAI avoids it with ``bytes:`` keys.
+    No lower bound here: see :func:`check_top_full`.
     """
-    k = requested_logprobs(ctx.case.body) or 0
+    k = asked_logprobs(ctx) or 0
     for name, _, lp in logprobs_objects(choices):
         got = arrays(lp)
         where = f"{path_of(name)}.logprobs.top_logprobs"
@@ -178,10 +207,27 @@ def check_top_count(ctx: Context, choices: Labelled) -> None:
                     expected=k + 1,
                     actual=len(top),
                 )
-            if len(top) < k and not any(REPLACEMENT in str(t) for t in top):
+
+
+def check_top_full(ctx: Context, choices: Labelled) -> None:
+    """Each position lists at least ``logprobs`` alternatives (a SHOULD).
+
+    top_logprobs is keyed by token text, so candidates that decode to the same text
+    collapse into one key: byte fragments all rendered as U+FFFD (SGLang #32290), and any
+    two tokenizations of one string. A position holding a U+FFFD key is let through; other
+    collisions cannot be told from a missing candidate, and OpenAI documents that fewer
+    than requested may come back, hence this bound is never a MUST.
+    """
+    k = requested_logprobs(ctx.case.body) or 0
+    for name, _, lp in logprobs_objects(choices):
+        where = f"{path_of(name)}.logprobs.top_logprobs"
+        for j, top in enumerate(arrays(lp).get("top_logprobs", [])):
+            if not isinstance(top, dict) or any(REPLACEMENT in str(t) for t in top):
+                continue  # LOGPROBS-TOP-COUNT reports an entry that is not an object
+            if len(top) < k:
                 raise Violation(
                     f"{name}.logprobs.top_logprobs[{j}] has {len(top)} entries: logprobs={k} "
-                    f"promises the {k} most likely tokens at every position",
+                    f"asks for the {k} most likely tokens at every position",
                     path=f"{where}[{j}]",
                     expected=k,
                     actual=len(top),
@@ -282,15 +328,39 @@ def _with_logprobs(ctx: Context) -> Labelled:
     return labelled(ctx.exchange.json)
 
 
+def _logprobs_in(ctx: Context) -> bool:
+    """The answer (a body, or a stream assembled per index) has a logprobs object."""
+    return bool(logprobs_objects(answer(ctx).choices))
+
+
+def _joined(ctx: Context) -> bool:
+    """The answer has logprobs, and a stream's join into one array per choice: its chunks
+    go on where the last stopped. Offsets that go back (chunks that repeat earlier tokens,
+    as cumulative logprobs do) are STREAM-LOGPROBS-OFFSETS' finding, and the joined arrays
+    (an echoed null repeated, too many tokens) say nothing more about the other rules."""
+    if not _logprobs_in(ctx):
+        return False
+    if not ctx.case.stream:
+        return True
+    for _, _, lp in logprobs_objects(answer(ctx).choices):
+        offsets = [o for o in arrays(lp).get("text_offset", []) if is_int(o)]
+        if any(b < a for a, b in itertools.pairwise(offsets)):
+            return False
+    return True
+
+
 @requirement(
     "LOGPROBS-PRESENCE",
     level=MUST,
     area="semantics",
     statement="Each choice carries a logprobs object when logprobs is requested (0 too: the "
-    "sampled tokens' logprobs), and none (null or absent) when logprobs is not requested.",
+    "sampled tokens' logprobs), and none (null or absent) when logprobs is not requested "
+    "(unless the document declares a default for it, which a server may apply).",
     source=SPEC_TEXT + " (as well the chosen tokens; the API will always return the logprob "
-    "of the sampled token)",
+    "of the sampled token); lm-evaluation-harness reads choices[].logprobs.token_logprobs",
     evidence="spec-text",
+    stated=says("logprobs", r"always return the `?logprob`? of the sampled token"),
+    otherwise="client-visible",
     scope=LOGPROBS_SCOPE,
     applies=completion,
 )
@@ -298,55 +368,79 @@ def logprobs_presence(ctx: Context) -> None:
     check_presence(ctx, _with_logprobs(ctx))
 
 
-@requirement(
+@in_both_modes(
     "LOGPROBS-SHAPE",
+    "STREAM-LOGPROBS-SHAPE",
     level=MUST,
-    area="semantics",
     statement="logprobs is the completions shape: tokens, token_logprobs, top_logprobs and "
-    "text_offset arrays with one entry per token.",
+    "text_offset arrays with one entry per token (streamed: the chunks' arrays joined).",
     source="spec: logprobs object (parallel arrays); the openai SDK's Logprobs model",
     evidence="client-visible",
     scope=LOGPROBS_SCOPE,
-    applies=_has_logprobs,
+    when=_logprobs_in,
 )
-def logprobs_shape(ctx: Context) -> None:
-    check_shape(_with_logprobs(ctx))
+def logprobs_shape(ctx: Context, ans: Answer) -> None:
+    check_shape(ans.choices)
 
 
-@requirement(
+@in_both_modes(
     "LOGPROBS-VALUES",
+    "STREAM-LOGPROBS-VALUES",
     level=MUST,
-    area="semantics",
     statement="Every logprob is a finite number <= 0; null only for the first echoed token.",
-    source="spec: token_logprobs (log probabilities: <= 0 by definition); OpenAI for echo",
+    source="spec: token_logprobs (log probabilities: <= 0 by definition); OpenAI for echo; "
+    "scoring clients (lm-evaluation-harness) sum them as log-likelihoods",
     evidence="spec-text",
+    stated=says("logprobs", r"log probabilities"),
+    otherwise="client-visible",
     scope=LOGPROBS_SCOPE,
-    applies=_has_logprobs,
+    when=_joined,
 )
-def logprobs_values(ctx: Context) -> None:
-    check_values(ctx, _with_logprobs(ctx))
+def logprobs_values(ctx: Context, ans: Answer) -> None:
+    check_values(ctx, ans.choices)
 
 
-@requirement(
+@in_both_modes(
     "LOGPROBS-TOP-COUNT",
+    "STREAM-LOGPROBS-TOP-COUNT",
     level=MUST,
-    area="semantics",
-    statement="At every position top_logprobs is an object of at least logprobs and at most "
-    "logprobs + 1 tokens (fewer where byte-fragment candidates share the key U+FFFD).",
-    source=SPEC_TEXT + " (the API will return a list of the `logprobs` most likely tokens; "
-    "up to logprobs+1 elements)",
+    statement="At every position top_logprobs is an object of at most logprobs + 1 tokens "
+    "(the array present when logprobs >= 1). Fewer than logprobs is not this rule's: see "
+    "LOGPROBS-TOP-FULL.",
+    source=SPEC_TEXT + " (there may be up to logprobs+1 elements in the response)",
     evidence="spec-text",
+    stated=says("logprobs", r"up to `?logprobs ?\+ ?1`? elements"),
+    otherwise="openai-contract",
     scope=LOGPROBS_SCOPE,
-    applies=lambda ctx: _has_logprobs(ctx) and requested_logprobs(ctx.case.body) is not None,
+    when=lambda ctx: _joined(ctx) and asked_logprobs(ctx) is not None,
 )
-def logprobs_top_count(ctx: Context) -> None:
-    check_top_count(ctx, _with_logprobs(ctx))
+def logprobs_top_count(ctx: Context, ans: Answer) -> None:
+    check_top_count(ctx, ans.choices)
 
 
-@requirement(
+@in_both_modes(
+    "LOGPROBS-TOP-FULL",
+    "STREAM-LOGPROBS-TOP-FULL",
+    level=SHOULD,
+    statement="At every position top_logprobs lists at least logprobs tokens. A SHOULD: "
+    "candidates that detokenize to the same text collapse into one key (byte fragments as "
+    "U+FFFD, let through here, and other collisions that cannot be told from a missing "
+    "candidate), and OpenAI documents that fewer than requested may come back.",
+    source=SPEC_TEXT + " (the API will return a list of the `logprobs` most likely tokens)",
+    evidence="spec-text",
+    stated=says("logprobs", r"list of the \d+ most likely tokens"),
+    otherwise="openai-contract",
+    scope=LOGPROBS_SCOPE,
+    when=lambda ctx: _joined(ctx) and bool(requested_logprobs(ctx.case.body)),
+)
+def logprobs_top_full(ctx: Context, ans: Answer) -> None:
+    check_top_full(ctx, ans.choices)
+
+
+@in_both_modes(
     "LOGPROBS-OFFSETS",
+    "STREAM-LOGPROBS-OFFSETS",
     level=MUST,
-    area="semantics",
     statement="text_offset holds non-negative, non-decreasing character offsets that span no "
     "more than the returned text (with echo: lie within it); where the tokens spell the "
     "text, each offset advances by the previous token's length.",
@@ -354,10 +448,10 @@ def logprobs_top_count(ctx: Context) -> None:
     "by these offsets",
     evidence="client-visible",
     scope=LOGPROBS_SCOPE,
-    applies=_has_logprobs,
+    when=_logprobs_in,
 )
-def logprobs_offsets(ctx: Context) -> None:
-    check_offsets(ctx, _with_logprobs(ctx))
+def logprobs_offsets(ctx: Context, ans: Answer) -> None:
+    check_offsets(ctx, ans.choices)
 
 
 @requirement(

@@ -18,6 +18,7 @@ from conformance.checks.common import (
     check_object,
     choices_of,
     completion,
+    constrains,
     media_matches,
 )
 from conformance.requirements import Context, Level, Violation, requirement
@@ -188,6 +189,8 @@ def required_headers(ctx: Context) -> None:
     statement='The completion object says `object: "text_completion"`.',
     source="spec: CreateCompletionResponse.object enum; " + OPENAI,
     evidence="spec-schema",
+    stated=constrains("object"),
+    otherwise="openai-contract",
     applies=completion,
 )
 def response_object(ctx: Context) -> None:

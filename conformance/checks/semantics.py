@@ -18,6 +18,7 @@ from conformance.checks.common import (
     completion,
     declares,
     is_int,
+    says,
 )
 from conformance.checks.logprobs import echoed, path_of
 from conformance.checks.views import (
@@ -113,6 +114,8 @@ def stops(ctx: Context) -> list[str]:
     statement="`created` is a plausible Unix time in seconds.",
     source="spec: CreateCompletionResponse.created (The Unix timestamp (in seconds))",
     evidence="spec-text",
+    stated=says("created", r"unix timestamp"),
+    otherwise="openai-contract",
     applies=completion,
 )
 def response_created(ctx: Context) -> None:
@@ -127,6 +130,8 @@ def response_created(ctx: Context) -> None:
     "compares it with (the answer to a different request).",
     source="spec: CreateCompletionResponse.id (A unique identifier for the completion)",
     evidence="spec-text",
+    stated=says("id", r"unique identifier"),
+    otherwise="openai-contract",
     applies=completion,
 )
 def response_id(ctx: Context) -> None:
@@ -170,8 +175,11 @@ def completion_id(exchange: Exchange) -> str | None:
     level=MUST,
     area="semantics",
     statement="A completion has one choice per prompt per `n`: prompts × n choices.",
-    source=SPEC_TEXT + ".n (How many completions to generate for each prompt)",
+    source=SPEC_TEXT + ".n (How many completions to generate for each prompt); LangChain's "
+    "OpenAI LLM hands choices back to prompts n at a time",
     evidence="spec-text",
+    stated=says("n", r"for each prompt"),
+    otherwise="client-visible",
     # `choices` that is not an array is RESP-SCHEMA's finding: there is nothing to count.
     applies=lambda ctx: completion(ctx) and isinstance(ctx.exchange.json.get("choices"), list),
 )
@@ -240,6 +248,8 @@ def check_finish_enum(allowed: tuple[str, ...], choices: Labelled) -> None:
     statement="With echo, each choice's text starts with its prompt.",
     source=SPEC_TEXT + ".echo (Echo back the prompt in addition to the completion)",
     evidence="spec-text",
+    stated=says("echo", r"echo back the prompt"),
+    otherwise="openai-contract",
     scope=declares("echo"),
     when=lambda ctx: (
         echoed(ctx) and all(isinstance(p, str) for p in ctx.case.prompts) and prompts_known(ctx)
@@ -264,6 +274,8 @@ def echo_prefix(ctx: Context, ans: Answer) -> None:
     statement="No stop sequence appears in a returned completion.",
     source="spec: StopConfiguration (The returned text will not contain the stop sequence)",
     evidence="spec-text",
+    stated=says("stop", r"will not contain the stop sequence"),
+    otherwise="openai-contract",
     scope=declares("stop"),
     when=lambda ctx: bool(stops(ctx)),
 )
@@ -287,6 +299,8 @@ def stop_absent(ctx: Context, ans: Answer) -> None:
     'ends the second answer just before it, with finish_reason "stop".',
     source="spec: StopConfiguration; determinism is best effort (seed), hence SHOULD",
     evidence="spec-text",
+    stated=says("stop", r"stop generating further tokens"),
+    otherwise="openai-contract",
     scope=declares("stop"),
     applies=lambda ctx: (
         completion(ctx) and "probe:stop" in ctx.case.tags and bool(ctx.related) and bool(stops(ctx))

@@ -25,17 +25,11 @@ from conformance.checks.common import (
     choices_of,
     declares,
     is_int,
+    says,
     streamed_200,
 )
-from conformance.checks.logprobs import (
-    check_offsets,
-    check_presence,
-    check_shape,
-    check_top_count,
-    check_values,
-    requested_logprobs,
-)
-from conformance.checks.response import finish_outside_enum, schema_problem
+from conformance.checks.logprobs import check_presence, requested_logprobs
+from conformance.checks.response import Owned, error_path, finish_outside_enum, schema_problem
 from conformance.checks.semantics import (
     check_finish_enum,
     declared_finish_reasons,
@@ -44,7 +38,6 @@ from conformance.checks.semantics import (
 from conformance.checks.tokens import check_usage_total, include_usage
 from conformance.checks.views import (
     answer,
-    assemble,
     by_index,
     expected_choices,
     framed,
@@ -131,6 +124,8 @@ def stream_framing(ctx: Context) -> None:
     # Stated in the spec's text, but today's clients read most typed events as data:
     # a rule stated loosely, hence SHOULD.
     evidence="spec-text",
+    stated=says("stream", r"data-only"),
+    otherwise="openai-contract",
     scope=STREAM_SCOPE,
     applies=framed,
 )
@@ -143,6 +138,18 @@ def stream_data_only(ctx: Context) -> None:
                 path=f"event[{n}]",
                 actual=event.event,
             )
+
+
+def _owned_in_chunk(ctx: Context) -> Owned:
+    """Errors of a chunk that a more specific requirement reports: a finish_reason outside
+    the declared enum is STREAM-FINISH-ENUM's, a wrong or missing `object`
+    STREAM-CONSISTENT-IDS's (as RESP-OBJECT's in a body)."""
+    has_enum = bool(_stream_finish_reasons(ctx))
+
+    def owned(error: Any) -> bool:
+        return error_path(error) == ["object"] or (has_enum and finish_outside_enum(error))
+
+    return owned
 
 
 @requirement(
@@ -164,9 +171,7 @@ def stream_chunk_schema(ctx: Context) -> None:
             raise Violation(
                 f"event {payload.event}: {payload.problem}: {_excerpt(payload.data)}", path=where
             )
-        # A finish_reason outside the declared enum is STREAM-FINISH-ENUM's finding.
-        owned = finish_outside_enum if _stream_finish_reasons(ctx) else None
-        problem = schema_problem(ctx.spec, "chunk", payload.value, owned)
+        problem = schema_problem(ctx.spec, "chunk", payload.value, _owned_in_chunk(ctx))
         if problem:
             raise Violation(f"event {payload.event}: {problem}", path=where)
 
@@ -176,8 +181,11 @@ def stream_chunk_schema(ctx: Context) -> None:
     level=MUST,
     area="streaming",
     statement="`data: [DONE]` arrives exactly once, as the last event.",
-    source=STREAM_TEXT + " (terminated by a `data: [DONE]` message); erratum done-sentinel",
+    source=STREAM_TEXT + " (terminated by a `data: [DONE]` message); erratum done-sentinel; "
+    "OpenAI clients stop reading at it",
     evidence="spec-text",
+    stated=says("stream", r"data: \[DONE\]"),
+    otherwise="client-visible",
     scope=STREAM_SCOPE,
     applies=uninterrupted,
 )
@@ -230,6 +238,8 @@ def stream_error_event(ctx: Context) -> None:
     source="spec: CreateCompletionResponse.id (A unique identifier for the completion), "
     "object enum, created (Unix timestamp in seconds)",
     evidence="spec-text",
+    stated=says("id", r"unique identifier"),
+    otherwise="openai-contract",
     scope=STREAM_SCOPE,
     applies=lambda ctx: framed(ctx) and bool(stream_view(ctx.exchange).chunks),
 )
@@ -260,6 +270,8 @@ def stream_consistent_ids(ctx: Context) -> None:
     source="spec text: CreateCompletionRequest.n; OpenAI clients assemble streamed choices "
     "by index",
     evidence="spec-text",
+    stated=says("n", r"for each prompt"),
+    otherwise="client-visible",
     scope=STREAM_SCOPE,
     applies=lambda ctx: readable(ctx) and has_events(ctx),
 )
@@ -342,6 +354,8 @@ def stream_finish_enum(ctx: Context) -> None:
     source=USAGE_TEXT + " (an additional chunk before `data: [DONE]`; all other chunks "
     "carry a null usage)",
     evidence="spec-text",
+    stated=says("include_usage", r"additional chunk"),
+    otherwise="openai-contract",
     scope=USAGE_SCOPE,
     applies=lambda ctx: readable(ctx) and has_events(ctx) and include_usage(ctx),
 )
@@ -387,6 +401,8 @@ def stream_usage(ctx: Context) -> None:
     statement="Without include_usage, no chunk carries usage.",
     source=USAGE_TEXT + " (If set, an additional chunk ...)",
     evidence="spec-text",
+    stated=says("include_usage", r"additional chunk"),
+    otherwise="openai-contract",
     scope=STREAM_SCOPE,
     # Judged on the chunk objects even when another payload is not one (that payload is
     # STREAM-CHUNK-SCHEMA's): the usage the real chunks carry is seen all the same.
@@ -404,30 +420,24 @@ def stream_usage_unrequested(ctx: Context) -> None:
 
 
 @requirement(
-    "STREAM-LOGPROBS",
+    "STREAM-LOGPROBS-PRESENCE",
     level=MUST,
     area="streaming",
     statement="With logprobs (0 too) every chunk with text carries logprobs, without it none "
-    "does; assembled, the arrays are parallel, every logprob <= 0, each position's "
-    "top_logprobs holds logprobs to logprobs + 1 tokens, and text_offset follows "
-    "LOGPROBS-OFFSETS' rules.",
-    source="spec text: CreateCompletionRequest.logprobs; the openai SDK's Logprobs model",
+    "does (unless the document declares a default for it, which a server may apply).",
+    source="spec text: CreateCompletionRequest.logprobs (the API will always return the "
+    "logprob of the sampled token); lm-evaluation-harness reads logprobs.token_logprobs",
     evidence="spec-text",
+    stated=says("logprobs", r"always return the `?logprob`? of the sampled token"),
+    otherwise="client-visible",
     scope=declares("logprobs"),
     applies=by_index,
 )
-def stream_logprobs(ctx: Context) -> None:
-    stream = stream_view(ctx.exchange)
+def stream_logprobs_presence(ctx: Context) -> None:
     wanted = requested_logprobs(ctx.case.body)
     # A chunk with only a finish_reason has no tokens, so it need not carry logprobs.
-    carriers = [(name, c) for _, name, c in stream.pieces if wanted is None or c.get("text")]
-    check_presence(ctx, carriers)
-    choices = assemble(stream)
-    check_shape(choices)
-    check_values(ctx, choices)
-    if wanted is not None:
-        check_top_count(ctx, choices)
-    check_offsets(ctx, choices)
+    pieces = stream_view(ctx.exchange).pieces
+    check_presence(ctx, [(name, c) for _, name, c in pieces if wanted is None or c.get("text")])
 
 
 def _twin(ctx: Context) -> dict[str, Any] | None:
@@ -448,6 +458,8 @@ def _twin(ctx: Context) -> dict[str, Any] | None:
     source=STREAM_TEXT + " (partial progress of the same completion); determinism is best "
     "effort (seed), hence SHOULD",
     evidence="spec-text",
+    stated=says("stream", r"partial progress"),
+    otherwise="openai-contract",
     scope=STREAM_SCOPE,
     applies=lambda ctx: by_index(ctx) and _twin(ctx) is not None,
 )

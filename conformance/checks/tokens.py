@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.checks.common import completion, declares, is_int
+from conformance.checks.common import completion, declares, is_int, says
 from conformance.checks.logprobs import arrays, echoed, logprobs_objects, path_of, unrendered_end
 from conformance.checks.semantics import (
     SPEC_TEXT,
@@ -96,6 +96,7 @@ def overrun(ctx: Context, ans: Answer) -> Violation | None:
             path="usage.completion_tokens",
             expected=bound,
             actual=done,
+            witness="usage",
         )
     for name, choice, count in generated_counts(ctx, ans.choices):
         lp = choice["logprobs"]
@@ -105,6 +106,7 @@ def overrun(ctx: Context, ans: Answer) -> Violation | None:
                 path=f"{path_of(name)}.logprobs.tokens",
                 expected=limit,
                 actual=count,
+                witness="logprobs",
             )
     if limit == 0:
         for name, choice in ans.choices:
@@ -141,6 +143,8 @@ def check_usage_total(usage: dict[str, Any], where: str = "usage") -> None:
     statement="usage.total_tokens equals prompt_tokens + completion_tokens.",
     source=USAGE_TEXT + ".total_tokens (prompt + completion)",
     evidence="spec-text",
+    stated=says("total_tokens", r"prompt \+ completion"),
+    otherwise="openai-contract",
     applies=lambda ctx: completion(ctx) and usage_of(ctx.exchange.json) is not None,
 )
 def usage_total(ctx: Context) -> None:
@@ -206,6 +210,8 @@ def _prompt_span(prompt: Any, suffix: str) -> tuple[int, int] | None:
     "most prompt_tokens.",
     source=USAGE_TEXT + ".prompt_tokens (Number of tokens in the prompt)",
     evidence="spec-text",
+    stated=says("prompt_tokens", r"tokens in the prompt"),
+    otherwise="openai-contract",
     applies=_has_usage,
 )
 def usage_prompt_tokens(ctx: Context) -> None:
@@ -256,6 +262,8 @@ def usage_prompt_tokens(ctx: Context) -> None:
     "completion_tokens_details parts are at most completion_tokens.",
     source=USAGE_TEXT + ".completion_tokens (Number of tokens in the generated completion)",
     evidence="spec-text",
+    stated=says("completion_tokens", r"tokens in the generated completion"),
+    otherwise="openai-contract",
     applies=_has_usage,
 )
 def usage_completion_tokens(ctx: Context) -> None:
@@ -281,11 +289,11 @@ def check_breakdown(usage: dict[str, Any], kind: str) -> None:
             )
 
 
-def visible_tokens(ctx: Context, ans: Answer) -> int:
+def visible_tokens(ctx: Context, ans: Answer, *, by_logprobs: bool = True) -> int:
     """The fewest tokens the choices visibly generated: logprobs tokens (an end-of-text
-    token aside), else one per choice with generated text."""
+    token aside; not with ``by_logprobs=False``), else one per choice with generated text."""
     counted: dict[str, int] = {}
-    for name, choice, count in generated_counts(ctx, ans.choices):
+    for name, choice, count in generated_counts(ctx, ans.choices) if by_logprobs else []:
         end = unrendered_end(choice, choice["logprobs"]["tokens"])
         counted[name] = count - 1 if end else count
     for name, choice in ans.choices:
@@ -302,11 +310,14 @@ def undercount(ctx: Context, ans: Answer) -> Violation | None:
     seen = visible_tokens(ctx, ans)
     if done >= seen:
         return None
+    # Short of the text alone, the finding needs no logprobs; else it rests on them.
+    by_text = done < visible_tokens(ctx, ans, by_logprobs=False)
     return Violation(
         f"completion_tokens is {done}, but the choices visibly generated at least {seen} token(s)",
         path="usage.completion_tokens",
         expected=f">= {seen}",
         actual=done,
+        witness=None if by_text else "logprobs",
     )
 
 
@@ -319,6 +330,8 @@ def undercount(ctx: Context, ans: Answer) -> Violation | None:
     "nothing beyond the echoed prompt for max_tokens 0.",
     source=SPEC_TEXT + ".max_tokens",
     evidence="spec-text",
+    stated=says("max_tokens", r"maximum number of .{0,40}tokens.{0,60}generated"),
+    otherwise="openai-contract",
     scope=declares("max_tokens"),
     when=lambda ctx: token_bound(ctx) is not None,
 )
@@ -338,6 +351,8 @@ def usage_max_tokens(ctx: Context, ans: Answer) -> None:
     source="spec: finish_reason (`length` if the maximum number of tokens specified in the "
     "request was reached)",
     evidence="spec-text",
+    stated=says("finish_reason", r"`length` if the maximum number of tokens"),
+    otherwise="openai-contract",
     scope=declares("max_tokens"),
     when=lambda ctx: max_tokens(ctx) is not None,
 )
@@ -379,10 +394,12 @@ def finish_length(ctx: Context, ans: Answer) -> None:
                 path=where,
                 expected="length",
                 actual=reason,
+                witness=None if limit == 0 else ("usage" if name == by_usage else "logprobs"),
             )
         if reason == "length" and count is not None and count < limit:
             raise Violation(
                 f'{name} finished with "length" after {count} token(s), below max_tokens={limit}',
                 path=where,
                 actual=reason,
+                witness="usage" if name == by_usage else "logprobs",
             )

@@ -24,7 +24,7 @@ from typing import Any
 
 from conformance.checks.common import choices_of, completion, is_int, streamed_200
 from conformance.exchange import Exchange, SSEEvent
-from conformance.requirements import Context, Level, Predicate, Scope, requirement
+from conformance.requirements import Context, Level, Predicate, Scope, Stated, requirement
 from conformance.sse import SSEParser
 
 DONE = "[DONE]"
@@ -271,6 +271,8 @@ def in_both_modes(
     evidence: str,
     when: Predicate,
     scope: Scope | None = None,
+    stated: Stated | None = None,
+    otherwise: str = "",
 ) -> Callable[[Rule], Rule]:
     """Register ``rule`` under ``body_id`` for bodies and ``stream_id`` for streams.
 
@@ -290,18 +292,20 @@ def in_both_modes(
 
             check.__module__ = rule.__module__
             check.__qualname__ = f"{rule.__qualname__}[{rid}]"
-            stated = (
+            worded = (
                 statement if rid == body_id else f"Streamed: {statement[0].lower()}{statement[1:]}"
             )
             requirement(
                 rid,
                 level=level,
                 area=area,
-                statement=stated,
+                statement=worded,
                 source=source,
                 evidence=evidence,
                 applies=applies,
                 scope=scope,
+                stated=stated,
+                otherwise=otherwise,
             )(check)
         return rule
 

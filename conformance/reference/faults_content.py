@@ -456,3 +456,80 @@ def _not_json(items: Items, ctx: StreamContext) -> Items:
     position = 1 if is_content(items[1]) else 0
     text = dumps(items[position]).decode()
     return [*items[:position], text[: len(text) // 2], *items[position + 1 :]]
+
+
+# --- levels helper (issue 20): declared defaults and false witnesses ------------------------
+
+
+@fault(
+    "logprobs-declared-default",
+    "A request that omits `logprobs` is served with Nscale's declared default `logprobs: 0`: "
+    "the sampled tokens' logprobs come back unasked (both modes). Legal under Nscale; under "
+    "AIHubMix (`default: null`) logprobs were not requested.",
+    "plan",
+)
+def _logprobs_declared_default(plan: Plan) -> Plan:
+    return replace(plan, logprobs_always=True)
+
+
+@_body_fault(
+    "top-logprobs-short",
+    "Each `top_logprobs` entry lists only the sampled token, whatever `logprobs` asks for "
+    "(both modes).",
+    "body",
+    "chunk",
+)
+def _top_logprobs_short(body: Body, request: CompletionRequest) -> None:
+    for lp in _each_logprobs(body):
+        lp["top_logprobs"] = [
+            dict(list(top.items())[:1]) if isinstance(top, dict) else top
+            for top in lp["top_logprobs"]
+        ]
+
+
+@fault(
+    "stream-text-offset-stalled",
+    "Every streamed chunk's `text_offset` entries are the offset of the completion's start: "
+    "joined, they do not advance with the text (streamed only).",
+    "chunk",
+)
+def _stream_text_offset_stalled(chunk: Body, request: CompletionRequest) -> Body:
+    for lp in _each_logprobs(chunk):
+        lp["text_offset"] = [0] * len(lp["text_offset"])
+    return chunk
+
+
+@fault(
+    "usage-completion-off-by-one",
+    "`usage.completion_tokens` is one short (FastChat reports its loop index), total adjusted "
+    "(both modes' usage objects); logprobs and finish_reason stay right.",
+    "usage",
+)
+def _usage_completion_off_by_one(usage: dict[str, int]) -> dict[str, int]:
+    if usage["completion_tokens"] < 1:
+        return usage
+    return {
+        **usage,
+        "completion_tokens": usage["completion_tokens"] - 1,
+        "total_tokens": usage["total_tokens"] - 1,
+    }
+
+
+@_stream_fault(
+    "stream-logprobs-cumulative",
+    "Each streamed chunk's logprobs hold every token of its choice so far, not the chunk's own.",
+)
+def _stream_logprobs_cumulative(items: Items, ctx: StreamContext) -> Items:
+    out = copy.deepcopy(items)
+    so_far: dict[int, dict[str, list[Any]]] = {}
+    for item in out:
+        choices = item.get("choices") if isinstance(item, dict) else None
+        for choice in choices or []:
+            lp = choice.get("logprobs")
+            if not isinstance(lp, dict):
+                continue
+            seen = so_far.setdefault(choice["index"], {k: [] for k in lp})
+            for key, values in lp.items():
+                seen[key] = seen.get(key, []) + list(values)
+            choice["logprobs"] = copy.deepcopy(seen)
+    return out

@@ -72,6 +72,8 @@ PROOFS: tuple[Proof, ...] = (
     _p("FINISH-ENUM", "finish-enum"),
     _p("ECHO-PREFIX", "echo-ignored"),
     _p("LOGPROBS-PRESENCE", "logprobs-ignored"),
+    # Nscale's declared default applied: legal under Nscale, logprobs unasked under AIHubMix.
+    _p("LOGPROBS-PRESENCE", "logprobs-declared-default"),
     _p("LOGPROBS-SHAPE", "logprobs-length-mismatch"),
     _p("LOGPROBS-VALUES", "logprobs-positive"),
     _p("LOGPROBS-TOP-COUNT", "top-logprobs-extra"),
@@ -89,6 +91,8 @@ PROOFS: tuple[Proof, ...] = (
     _p("MODEL-NOT-FOUND-404", "unknown-model-400"),
     _p("USAGE-PROMPT-TOKENS", "usage-prompt-zero"),
     _p("USAGE-COMPLETION-TOKENS", "usage-completion-short"),
+    # Attribution: the usage witness shown wrong is not evidence for (STREAM-)FINISH-LENGTH.
+    _p("USAGE-COMPLETION-TOKENS", "usage-completion-off-by-one"),
     _p("REQUEST-ID-HEADER", "missing-request-id-header"),
     _p("STREAM-CONTENT-TYPE", "stream-content-type-json"),
     _p("STREAM-FRAMING", "stream-single-newline"),
@@ -106,7 +110,15 @@ PROOFS: tuple[Proof, ...] = (
     _p("STREAM-FINISH-LENGTH", "finish-not-length"),
     _p("STREAM-STOP-ABSENT", "stop-in-text"),
     _p("STREAM-ECHO-PREFIX", "echo-ignored"),
-    _p("STREAM-LOGPROBS", "logprobs-positive"),
+    _p("STREAM-LOGPROBS-PRESENCE", "logprobs-ignored"),
+    _p("STREAM-LOGPROBS-SHAPE", "logprobs-length-mismatch"),
+    _p("STREAM-LOGPROBS-VALUES", "logprobs-positive"),
+    _p("STREAM-LOGPROBS-TOP-COUNT", "top-logprobs-extra"),
+    _p("LOGPROBS-TOP-FULL", "top-logprobs-short"),
+    _p("STREAM-LOGPROBS-TOP-FULL", "top-logprobs-short"),
+    _p("STREAM-LOGPROBS-OFFSETS", "stream-text-offset-stalled"),
+    # Attribution: cumulative logprobs are not summed into a STREAM-MAX-TOKENS overrun.
+    _p("STREAM-LOGPROBS-OFFSETS", "stream-logprobs-cumulative"),
     _p("STREAM-MATCHES-NONSTREAM", "stream-text-differs"),
     _p("SDK-COMPLETION", "schema-choices-not-array"),
     _p("SDK-STREAM", "stream-not-json"),
@@ -196,17 +208,22 @@ EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {
         "aihubmix": _s("RESP-CONTENT-TYPE"),
         "nscale": _s("RESP-CONTENT-TYPE"),
     },
+    # Nscale declares `logprobs: default: 0`; a server applying it breaks nothing there.
+    ("logprobs-declared-default", ()): {
+        "aihubmix": _s("LOGPROBS-PRESENCE", "STREAM-LOGPROBS-PRESENCE"),
+        "nscale": _s(),
+    },
     ("logprobs-ignored", ()): {
-        "aihubmix": _s("LOGPROBS-PRESENCE", "STREAM-LOGPROBS"),
-        "nscale": _s("LOGPROBS-PRESENCE", "STREAM-LOGPROBS"),
+        "aihubmix": _s("LOGPROBS-PRESENCE", "STREAM-LOGPROBS-PRESENCE"),
+        "nscale": _s("LOGPROBS-PRESENCE", "STREAM-LOGPROBS-PRESENCE"),
     },
     ("logprobs-length-mismatch", ()): {
-        "aihubmix": _s("LOGPROBS-SHAPE", "STREAM-LOGPROBS"),
-        "nscale": _s("LOGPROBS-SHAPE", "STREAM-LOGPROBS"),
+        "aihubmix": _s("LOGPROBS-SHAPE", "STREAM-LOGPROBS-SHAPE"),
+        "nscale": _s("LOGPROBS-SHAPE", "STREAM-LOGPROBS-SHAPE"),
     },
     ("logprobs-positive", ()): {
-        "aihubmix": _s("LOGPROBS-VALUES", "STREAM-LOGPROBS"),
-        "nscale": _s("LOGPROBS-VALUES", "STREAM-LOGPROBS"),
+        "aihubmix": _s("LOGPROBS-VALUES", "STREAM-LOGPROBS-VALUES"),
+        "nscale": _s("LOGPROBS-VALUES", "STREAM-LOGPROBS-VALUES"),
     },
     ("missing-request-id-header", ()): {
         "aihubmix": _s("REQUEST-ID-HEADER"),
@@ -261,6 +278,12 @@ EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {
         "aihubmix": _s("STREAM-INDEXES"),
         "nscale": _s("STREAM-INDEXES"),
     },
+    # One finding: STREAM-MAX-TOKENS and USAGE-COMPLETION-TOKENS would count the summed
+    # logprobs; conformance.attribution withholds them once the offsets show them wrong.
+    ("stream-logprobs-cumulative", ()): {
+        "aihubmix": _s("STREAM-LOGPROBS-OFFSETS"),
+        "nscale": _s("STREAM-LOGPROBS-OFFSETS"),
+    },
     ("stream-no-done", ()): {
         "aihubmix": _s("STREAM-DONE"),
         "nscale": _s("STREAM-DONE"),
@@ -285,6 +308,10 @@ EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {
         "aihubmix": _s("STREAM-MATCHES-NONSTREAM"),
         "nscale": _s("STREAM-MATCHES-NONSTREAM"),
     },
+    ("stream-text-offset-stalled", ()): {
+        "aihubmix": _s("STREAM-LOGPROBS-OFFSETS"),
+        "nscale": _s("STREAM-LOGPROBS-OFFSETS"),
+    },
     ("stream-usage-missing", ()): {
         "aihubmix": _s("STREAM-USAGE"),
         "nscale": _s("STREAM-USAGE"),
@@ -302,8 +329,12 @@ EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {
         "nscale": _s("LOGPROBS-TOKENS-TEXT"),
     },
     ("top-logprobs-extra", ()): {
-        "aihubmix": _s("LOGPROBS-TOP-COUNT", "STREAM-LOGPROBS"),
-        "nscale": _s("LOGPROBS-TOP-COUNT", "STREAM-LOGPROBS"),
+        "aihubmix": _s("LOGPROBS-TOP-COUNT", "STREAM-LOGPROBS-TOP-COUNT"),
+        "nscale": _s("LOGPROBS-TOP-COUNT", "STREAM-LOGPROBS-TOP-COUNT"),
+    },
+    ("top-logprobs-short", ()): {
+        "aihubmix": _s("LOGPROBS-TOP-FULL", "STREAM-LOGPROBS-TOP-FULL"),
+        "nscale": _s("LOGPROBS-TOP-FULL", "STREAM-LOGPROBS-TOP-FULL"),
     },
     ("unknown-model-200", ()): {
         "aihubmix": _s("MODEL-NOT-FOUND"),
@@ -320,6 +351,12 @@ EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {
         "nscale": _s("STREAM-USAGE", "USAGE-TOTAL"),
     },
     ("usage-completion-short", ()): {
+        "aihubmix": _s("USAGE-COMPLETION-TOKENS"),
+        "nscale": _s("USAGE-COMPLETION-TOKENS"),
+    },
+    # FastChat's loop index: (STREAM-)FINISH-LENGTH counted by usage are withheld once
+    # logprobs of other answers show usage one short (conformance.attribution).
+    ("usage-completion-off-by-one", ()): {
         "aihubmix": _s("USAGE-COMPLETION-TOKENS"),
         "nscale": _s("USAGE-COMPLETION-TOKENS"),
     },

@@ -255,7 +255,8 @@ def stream_items(flavor: Flavor, request: CompletionRequest, faults: ActiveFault
     choices = generate(request, plan, faults)
     usage = _usage(request, choices, faults)
     head = _head(request)
-    per_choice = [_choice_chunks(c, request.logprobs is not None) for c in choices]
+    with_logprobs = plan.top_k is not None or plan.logprobs_always
+    per_choice = [_choice_chunks(c, with_logprobs) for c in choices]
     items: list[Any] = []
     # Round-robin over the choices, the way real servers interleave them.
     for group in itertools.zip_longest(*per_choice):

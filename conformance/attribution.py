@@ -1,0 +1,73 @@
+"""Attribution: a witness the target has been shown to get wrong is no evidence for
+another requirement.
+
+Some findings rest on a part of the answer that a requirement of its own judges: a
+FINISH-LENGTH finding that counts the tokens by ``usage``, a STREAM-MAX-TOKENS finding that
+counts them by the streamed logprobs. When the target is shown to get that witness wrong
+(USAGE-COMPLETION-TOKENS on a FastChat that reports its loop index, STREAM-LOGPROBS-OFFSETS
+on a server whose per-chunk logprobs are cumulative), the same defect would be reported a
+second time under the wrong owner. :func:`attribute` runs once over a run's merged Results
+(before the verdict) and withholds those findings, noting each on its tally as "not
+judged", never dropping it silently.
+
+A check names its witness with ``Violation(..., witness=...)``; the tally keeps those
+failures apart (``Tally.witnessed``). Witnesses are settled in order: logprobs first, since
+a usage requirement may itself rest on logprobs (USAGE-COMPLETION-TOKENS counts them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.results import Results, Tally
+
+#: Results.meta key: the findings withheld, per requirement and witness.
+ATTRIBUTION = "attribution"
+
+#: Each witness, in the order settled, and the requirements that judge it on its own
+#: terms (a failure of one of them shows the target gets the witness wrong).
+SHOWN_BY: dict[str, tuple[str, ...]] = {
+    "logprobs": (
+        "LOGPROBS-SHAPE",
+        "STREAM-LOGPROBS-SHAPE",
+        "LOGPROBS-OFFSETS",
+        "STREAM-LOGPROBS-OFFSETS",
+        "LOGPROBS-TOKENS-TEXT",
+    ),
+    "usage": (
+        "USAGE-TOTAL",
+        "USAGE-PROMPT-TOKENS",
+        "USAGE-COMPLETION-TOKENS",
+        "STREAM-USAGE",
+        "STREAM-USAGE-UNREQUESTED",
+    ),
+}
+
+
+def attribute(results: Results) -> list[dict[str, Any]]:
+    """Withhold every failure whose witness another requirement showed wrong; return (and
+    add to ``results.meta[ATTRIBUTION]``) what was withheld. Running it again changes
+    nothing."""
+    withheld: list[dict[str, Any]] = []
+    for witness, judges in SHOWN_BY.items():
+        wrong = [rid for rid in judges if (t := results.tallies.get(rid)) and t.failed]
+        for tally in results.tallies.values():
+            shown_by = [rid for rid in wrong if rid != tally.id]
+            if shown_by and tally.witnessed.get(witness):
+                withheld.append(_withhold(tally, witness, shown_by))
+    if withheld:
+        results.meta.setdefault(ATTRIBUTION, []).extend(withheld)
+    return withheld
+
+
+def _withhold(tally: Tally, witness: str, shown_by: list[str]) -> dict[str, Any]:
+    prints = tally.witnessed.pop(witness)
+    count = min(sum(prints.values()), tally.failed)
+    tally.failed -= count
+    # Not judged is not passed: the exchanges leave the count of those checked.
+    tally.checked -= count
+    tally.fingerprints = [fp for fp in tally.fingerprints if fp not in prints]
+    tally.examples = [ex for ex in tally.examples if ex.get("fingerprint") not in prints]
+    note = f"{count} finding(s) not judged: {witness} shown wrong by {', '.join(shown_by)}"
+    tally.not_judged.append(note)
+    return {"requirement": tally.id, "witness": witness, "shown_by": shown_by, "findings": count}
