@@ -2,6 +2,7 @@
 
 from conformance.checks import (  # noqa: F401  (registers on import)
     errors,
+    invariants,
     logprobs,
     response,
     sdk,

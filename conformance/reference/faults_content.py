@@ -456,3 +456,46 @@ def _not_json(items: Items, ctx: StreamContext) -> Items:
     position = 1 if is_content(items[1]) else 0
     text = dumps(items[position]).decode()
     return [*items[:position], text[: len(text) // 2], *items[position + 1 :]]
+
+
+# --- usage across `n` and modes (checks.invariants) --------------------------------------
+
+
+def _scale_prompt_tokens(usage: dict[str, int], n: int) -> None:
+    extra = usage["prompt_tokens"] * (n - 1)
+    usage["prompt_tokens"] += extra
+    usage["total_tokens"] += extra
+
+
+@fault(
+    "usage-prompt-per-choice",
+    "`usage.prompt_tokens` counts each prompt once per choice (x n), total adjusted (both modes).",
+    "body",
+)
+def _prompt_per_choice(body: Body, request: CompletionRequest) -> Body:
+    if isinstance(body.get("usage"), dict):
+        _scale_prompt_tokens(body["usage"], request.n)
+    return body
+
+
+@also("usage-prompt-per-choice", "stream")
+def _prompt_per_choice_streamed(items: Items, ctx: StreamContext) -> Items:
+    for it in filter(is_usage, items):
+        _scale_prompt_tokens(it["usage"], ctx.request.n)
+    return items
+
+
+@_stream_fault(
+    "stream-usage-counts-more",
+    "The usage chunk of a one-choice stream counts one completion token more (total adjusted).",
+)
+def _stream_usage_counts_more(items: Items, ctx: StreamContext) -> Items:
+    if ctx.request.n != 1 or len(ctx.request.prompts) != 1:
+        return items
+    for it in filter(is_usage, items):
+        it["usage"] = {
+            **it["usage"],
+            "completion_tokens": it["usage"]["completion_tokens"] + 1,
+            "total_tokens": it["usage"]["total_tokens"] + 1,
+        }
+    return items
