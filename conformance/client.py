@@ -192,6 +192,7 @@ class Client:
         waited = 0.0
         retries = 0
         queued: Exchange | None = None  # the answer that timed out in a crowd, if any
+        throttled: list[Exchange] = []  # the 429 answers waited out
         while True:
             started = self.throttle.acquire()
             if queued is not None and self.throttle.queue_disproved:
@@ -233,7 +234,10 @@ class Client:
                 or retries >= self.retry.max_retries
                 or waited + delay > self.retry.max_wait
             ):
+                exchange.throttled = throttled
                 return exchange
+            if exchange.status == 429:
+                throttled.append(exchange)  # waited out, and still judged (checks.ratelimit)
             retries += 1
             waited += delay
             # Closes the gate for every sender; the next acquire() waits it out.

@@ -251,6 +251,7 @@ class Run:
             finally:
                 self._slots.release(self.concurrency)
         exchange.retries += limited.retries + 1
+        exchange.throttled = [*limited.throttled, limited, *exchange.throttled]
         return exchange
 
     def plan(self, items: Iterable[tuple[Scenario, Any]]) -> None:
@@ -391,13 +392,16 @@ class ItemRun:
                 self.budget_note = self.budget_note or sent.note
                 self.results.meta.setdefault(BUDGET, sent.note)
             return None
+        for limited in exchange.throttled:
+            self.judge_rate_limit(limited)
         if exchange.status == 429:
             # Still rate limited after the retries the policy allows: the case got no
-            # answer, so it is not judged (a check would blame the target for the 429).
+            # answer, so it is judged only as a rate-limit answer (a check of the case
+            # would blame the target for the 429).
             self.results.meta["no_verdict"] = no_verdict_reason(self.run.client.retry)
             self.results.spent["requests"] += 1 + exchange.retries
             self.results.spent["retries"] += exchange.retries
-            self._observe(exchange)
+            self.judge_rate_limit(exchange)
             return exchange
         self.judge(exchange, related)
         return exchange
@@ -411,6 +415,19 @@ class ItemRun:
             self.results.latency.append(latency)
         self.failures += [(f, exchange) for f in findings if f.outcome == "failed"]
         return findings
+
+    def judge_rate_limit(self, exchange: Exchange) -> None:
+        """Judge a 429 answer by the rate-limit requirements alone, and count its status.
+
+        Its request is counted on the exchange that was finally judged (as a retry), so
+        it is recorded without spending."""
+        from conformance.checks.ratelimit import RATE_LIMIT_REQUIREMENTS
+
+        judges = [r for r in self.run.requirements if r.id in RATE_LIMIT_REQUIREMENTS]
+        findings = evaluate(judges, self.spec, exchange)
+        self.results.record(exchange, findings, spend=False)
+        self._observe(exchange)
+        self.failures += [(f, exchange) for f in findings if f.outcome == "failed"]
 
     def _observe(self, exchange: Exchange) -> None:
         """Count the answer's status code (Results.meta["observed_statuses"])."""

@@ -4,6 +4,7 @@ from conformance.checks import (  # noqa: F401  (registers on import)
     errors,
     invariants,
     logprobs,
+    ratelimit,
     response,
     sdk,
     semantics,

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from conformance.reference.flavors import ApiError, ErrorReply, Head
 from conformance.reference.framing import Framing, Pacing
-from conformance.reference.registry import fault
+from conformance.reference.registry import also, fault
 from conformance.reference.validation import CompletionRequest
 
 _TEXT = "text/plain; charset=utf-8"
@@ -253,3 +253,31 @@ def _tiny_writes(pacing: Pacing) -> Pacing:
 @fault("sse-retry-lines", '"retry: 1000" lines come with the events.', "framing", tolerated=True)
 def _retry_lines(framing: Framing) -> Framing:
     return replace(framing, before=(*framing.before, "retry: 1000"))
+
+
+# --- rate-limit answers judged (issue 20: 429s are judged, not only retried) -------------
+
+
+@fault(
+    "rate-limit-bare-body",
+    'Every third completion request is answered 429 (Retry-After: 0) with a bare {"message"} body.',
+    "admit",
+)
+def _limited_bare(count: int) -> ApiError | None:
+    return _rate_limited("0") if count % 3 == 0 else None
+
+
+@also("rate-limit-bare-body", "error-reply")
+def _bare_429_body(reply: ErrorReply) -> ErrorReply:
+    if reply.status != 429:
+        return reply
+    return replace(reply, payload={"message": reply.message})
+
+
+@fault(
+    "rate-limit-retry-after-negative",
+    "Every third completion request is answered 429 with Retry-After: -1 (not delay-seconds).",
+    "admit",
+)
+def _limited_negative(count: int) -> ApiError | None:
+    return _rate_limited("-1") if count % 3 == 0 else None

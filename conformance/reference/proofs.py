@@ -112,6 +112,8 @@ PROOFS: tuple[Proof, ...] = (
     # Misses closed (issue 20): checks.invariants and the probes beside it.
     _p("USAGE-PROMPT-TOKENS-N", "usage-prompt-per-choice"),
     _p("STREAM-USAGE-MATCHES", "stream-usage-counts-more"),
+    _p("RATE-LIMIT-ENVELOPE", "rate-limit-bare-body"),
+    _p("RETRY-AFTER-FORMAT", "rate-limit-retry-after-negative"),
 )
 
 
@@ -336,6 +338,14 @@ EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {
     ("stream-usage-counts-more", ()): {
         "aihubmix": _s("STREAM-MAX-TOKENS", "STREAM-USAGE-MATCHES"),
         "nscale": _s("STREAM-MAX-TOKENS", "STREAM-USAGE-MATCHES"),
+    },
+    ("rate-limit-bare-body", ()): {
+        "aihubmix": _s("RATE-LIMIT-ENVELOPE"),
+        "nscale": _s("RATE-LIMIT-ENVELOPE"),
+    },
+    ("rate-limit-retry-after-negative", ()): {
+        "aihubmix": _s("RETRY-AFTER-FORMAT"),
+        "nscale": _s("RETRY-AFTER-FORMAT"),
     },
 }
 

@@ -1,0 +1,123 @@
+"""The misses of issue 20, judged on synthetic exchanges: each check both ways.
+
+The whole-suite proofs (a reference-target fault per requirement, both specs) are in the
+fault corpus (conformance/reference/proofs.py); these show each rule's edges cheaply.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support import failed, judge
+from synthetic import body_exchange, chunks_for, completion_for, req, stream_exchange
+
+from conformance.checks.invariants import N_TWIN_TAG, STREAM_TWIN_TAG
+from conformance.exchange import Exchange, Headers
+from conformance.spec import Spec, load_spec
+
+
+@pytest.fixture(scope="module")
+def spec() -> Spec:
+    return load_spec("aihubmix")
+
+
+# -- USAGE-PROMPT-TOKENS-N ------------------------------------------------------------------
+
+
+def _n_pair(scale: int) -> tuple[Exchange, Exchange]:
+    one = req(prompt="Say hi", temperature=0)
+    two = req(prompt="Say hi", temperature=0, n=2, max_tokens=1, tags={N_TWIN_TAG})
+    body = {**completion_for(two), "id": "cmpl-2"}
+    body["usage"]["prompt_tokens"] *= scale
+    body["usage"]["total_tokens"] = (
+        body["usage"]["prompt_tokens"] + body["usage"]["completion_tokens"]
+    )
+    return body_exchange(one, completion_for(one)), body_exchange(two, body)
+
+
+def test_prompt_tokens_counted_once_per_prompt_passes(spec: Spec) -> None:
+    plain, n2 = _n_pair(1)
+    findings = judge(spec, n2, (plain,))
+    assert findings["USAGE-PROMPT-TOKENS-N"].outcome == "passed"
+
+
+def test_prompt_tokens_counted_per_choice_fails_naming_it(spec: Spec) -> None:
+    plain, n2 = _n_pair(2)
+    findings = judge(spec, n2, (plain,))
+    assert failed(findings) == {"USAGE-PROMPT-TOKENS-N"}
+    assert "counted once per choice" in findings["USAGE-PROMPT-TOKENS-N"].message
+
+
+# -- STREAM-USAGE-MATCHES -------------------------------------------------------------------
+
+
+def _stream_pair(extra: int, words: list[str] | None = None) -> tuple[Exchange, Exchange]:
+    plain = req(prompt="Say hi", temperature=0)
+    usage = {"stream_options": {"include_usage": True}}
+    streamed = req(prompt="Say hi", temperature=0, stream=True, **usage, tags={STREAM_TWIN_TAG})
+    chunks = [{**c, "id": "cmpl-2"} for c in chunks_for(streamed, words)]
+    chunks[-1]["usage"]["completion_tokens"] += extra
+    chunks[-1]["usage"]["total_tokens"] += extra
+    return body_exchange(plain, completion_for(plain)), stream_exchange(streamed, chunks)
+
+
+def test_stream_usage_equal_to_the_twin_passes(spec: Spec) -> None:
+    plain, streamed = _stream_pair(0)
+    assert judge(spec, streamed, (plain,))["STREAM-USAGE-MATCHES"].outcome == "passed"
+
+
+def test_stream_usage_differing_for_the_same_text_fails(spec: Spec) -> None:
+    plain, streamed = _stream_pair(-1)
+    findings = judge(spec, streamed, (plain,))
+    assert "STREAM-USAGE-MATCHES" in failed(findings)
+    assert "same text" in findings["STREAM-USAGE-MATCHES"].message
+
+
+def test_stream_usage_of_a_different_text_is_not_compared(spec: Spec) -> None:
+    """Different text is STREAM-MATCHES-NONSTREAM's finding; its count may differ with it."""
+    plain, streamed = _stream_pair(0, words=["Hello", " there"])
+    findings = judge(spec, streamed, (plain,))
+    assert findings["STREAM-USAGE-MATCHES"].outcome == "passed"
+
+
+# -- 429 answers ---------------------------------------------------------------------------
+
+
+def _limited(body: object, retry_after: str | None = "1") -> Exchange:
+    headers = [("content-type", "application/json"), ("x-request-id", "r1")]
+    if retry_after is not None:
+        headers.append(("retry-after", retry_after))
+    ex = body_exchange(req(), body, status=429)
+    ex.headers = Headers(headers)
+    return ex
+
+
+ENVELOPE = {"error": {"message": "slow down", "type": "rate_limit_error", "code": "rate"}}
+
+
+def test_429_in_the_error_envelope_passes(spec: Spec) -> None:
+    findings = judge(spec, _limited(ENVELOPE))
+    assert {"RATE-LIMIT-ENVELOPE", "RETRY-AFTER-FORMAT"} <= set(findings)
+    assert failed(findings) == set()
+
+
+def test_bare_message_429_fails_the_envelope(spec: Spec) -> None:
+    findings = judge(spec, _limited({"message": "slow down"}))
+    assert failed(findings) == {"RATE-LIMIT-ENVELOPE"}
+
+
+@pytest.mark.parametrize("value", ["0", "120", "Wed, 21 Oct 2015 07:28:00 GMT"])
+def test_well_formed_retry_after_passes(spec: Spec, value: str) -> None:
+    assert failed(judge(spec, _limited(ENVELOPE, value))) == set()
+
+
+@pytest.mark.parametrize("value", ["-1", "1.5", "soon", "21 Oct 2015"])
+def test_malformed_retry_after_fails(spec: Spec, value: str) -> None:
+    findings = judge(spec, _limited(ENVELOPE, value))
+    assert failed(findings) == {"RETRY-AFTER-FORMAT"}
+    assert json.dumps(value)[1:-1] in findings["RETRY-AFTER-FORMAT"].message
+
+
+def test_no_retry_after_is_not_judged(spec: Spec) -> None:
+    assert "RETRY-AFTER-FORMAT" not in judge(spec, _limited(ENVELOPE, None))
