@@ -49,6 +49,13 @@ def test_prompt_tokens_counted_per_choice_fails_naming_it(spec: Spec) -> None:
     assert "counted once per choice" in findings["USAGE-PROMPT-TOKENS-N"].message
 
 
+def test_n_declined_with_a_4xx_is_unsupported_not_failed(spec: Spec) -> None:
+    plain, n2 = _n_pair(1)
+    declined = body_exchange(n2.case, {"error": {"message": "n must be 1"}}, status=400)
+    finding = judge(spec, declined, (plain,))["USAGE-PROMPT-TOKENS-N"]
+    assert finding.outcome == "unsupported"
+
+
 # -- STREAM-USAGE-MATCHES -------------------------------------------------------------------
 
 

@@ -11,13 +11,18 @@ from conformance.checks.common import choices_of, completion, declares, is_int
 from conformance.checks.tokens import USAGE_TEXT, include_usage
 from conformance.checks.views import answer, answer_of, by_index, usage_of
 from conformance.exchange import Exchange
-from conformance.requirements import Context, Level, Violation, requirement
+from conformance.requirements import Context, Level, Unsupported, Violation, requirement
 
 MUST, SHOULD = Level.MUST, Level.SHOULD
 #: The tag of the `n: 2` copy of the stream twin's non-streamed request.
 N_TWIN_TAG = "probe:n-twin"
 #: The tag of the streamed twin (checks.streaming.TWIN_TAG; repeated to keep imports light).
 STREAM_TWIN_TAG = "probe:stream-twin"
+
+
+def _declined(ctx: Context) -> bool:
+    status = ctx.exchange.status
+    return status is not None and 400 <= status < 500 and status != 429
 
 
 def _plain_twin(ctx: Context, tag: str) -> Exchange | None:
@@ -44,10 +49,15 @@ def _plain_twin(ctx: Context, tag: str) -> Exchange | None:
     evidence="spec-text",
     scope=declares("n"),
     applies=lambda ctx: (
-        completion(ctx) and ctx.case.n > 1 and _plain_twin(ctx, N_TWIN_TAG) is not None
+        ctx.case.n > 1
+        and _plain_twin(ctx, N_TWIN_TAG) is not None
+        and (completion(ctx) or _declined(ctx))
     ),
 )
 def prompt_tokens_per_prompt(ctx: Context) -> None:
+    if _declined(ctx):
+        # Declining n > 1 is the target's choice; the rule then has nothing to judge.
+        raise Unsupported(f"the target declined n={ctx.case.n} ({ctx.exchange.status})")
     twin = _plain_twin(ctx, N_TWIN_TAG)
     assert twin is not None
     once = (usage_of(twin.json) or {}).get("prompt_tokens")
