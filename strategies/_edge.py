@@ -64,6 +64,9 @@ def _prompt_edges(plan: Plan, view: SchemaView) -> list[tuple[str, dict[str, Any
             elif low is not None:
                 edges.append(("token ids, the fewest and lowest", {"prompt": low}))
             continue
+        if branch.form == "strings" and view.accepts("prompt", [BASE_PROMPT]):
+            # A list holding one prompt: mlx-lm's generation thread dies on it.
+            edges.append(("one-item prompt list", {"prompt": [BASE_PROMPT]}))
         if high is None:
             continue
         # The hand-picked mix where the branch allows it, else the branch's largest value.

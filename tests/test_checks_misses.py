@@ -12,8 +12,10 @@ import pytest
 from support import failed, judge
 from synthetic import body_exchange, chunks_for, completion_for, req, stream_exchange
 
+from conformance.case import Case
 from conformance.checks.invariants import N_TWIN_TAG, STREAM_TWIN_TAG
 from conformance.exchange import Exchange, Headers
+from conformance.health import HEALTH_TAG, Health
 from conformance.spec import Spec, load_spec
 
 
@@ -128,3 +130,57 @@ def test_malformed_retry_after_fails(spec: Spec, value: str) -> None:
 
 def test_no_retry_after_is_not_judged(spec: Spec) -> None:
     assert "RETRY-AFTER-FORMAT" not in judge(spec, _limited(ENVELOPE, None))
+
+
+# -- TARGET-ALIVE and the health probe ------------------------------------------------------
+
+
+def _probe_answer(status: int) -> Exchange:
+    probe = req(max_tokens=1, mode="probe", tags={HEALTH_TAG})
+    body = completion_for(probe) if status == 200 else {"error": {"message": "Not Found"}}
+    return body_exchange(probe, body, status=status)
+
+
+def test_a_live_target_answers_the_health_probe(spec: Spec) -> None:
+    assert judge(spec, _probe_answer(200))["TARGET-ALIVE"].outcome == "passed"
+
+
+def test_a_dead_target_is_one_finding_naming_the_requests(spec: Spec) -> None:
+    killer = body_exchange(req(prompt=["Say hi"]), {"error": {"message": "Not Found"}}, 404)
+    before = body_exchange(req(prompt="Before"), completion_for(req(prompt="Before")))
+    findings = judge(spec, _probe_answer(404), (killer, before))
+    assert failed(findings) == {"TARGET-ALIVE"}
+    message = findings["TARGET-ALIVE"].message
+    assert '["Say hi"]' in message and "answered 404" in message and '"Before"' in message
+
+
+def test_health_probes_only_after_answers_a_dead_target_gives() -> None:
+    sent: list[Case] = []
+
+    def send(case: Case) -> Exchange:
+        sent.append(case)
+        return _probe_answer(200 if len(sent) == 1 else 404)
+
+    health = Health(send, lambda: req(max_tokens=1, mode="probe"))
+    ok = body_exchange(req(), completion_for(req()))
+    declined = body_exchange(req(echo=True), {"error": {"message": "no echo"}}, 400)
+    invalid = body_exchange(req(mode="invalid"), {"error": {"message": "x"}}, 404)
+    assert not health.unjudged(ok.case, ok, lambda: True)
+    assert not health.unjudged(declined.case, declined, lambda: True)  # a decline, not a death
+    assert not health.unjudged(invalid.case, invalid, lambda: True)
+    assert sent == []
+    first = body_exchange(req(), {"error": {"message": "boom"}}, 500)
+    assert not health.unjudged(first.case, first, lambda: True)  # probed: alive
+    dead = body_exchange(req(prompt=["x"]), {"error": {"message": "Not Found"}}, 404)
+    assert health.unjudged(dead.case, dead, lambda: True)  # probed: down
+    assert len(sent) == 2 and all(HEALTH_TAG in c.tags for c in sent)
+    down = health.claim()
+    assert down is not None and down.related == (dead, ok) and health.claim() is None
+    later = body_exchange(req(), completion_for(req()))
+    assert health.unjudged(later.case, later, lambda: True)  # nothing judged after the death
+
+
+def test_no_probe_without_budget() -> None:
+    health = Health(lambda case: pytest.fail("sent a probe"), lambda: req(max_tokens=1))
+    failing = body_exchange(req(), {"error": {"message": "boom"}}, 500)
+    assert not health.unjudged(failing.case, failing, lambda: False)

@@ -3,6 +3,7 @@
 from conformance.checks import (  # noqa: F401  (registers on import)
     errors,
     invariants,
+    liveness,
     logprobs,
     ratelimit,
     response,

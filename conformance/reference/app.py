@@ -198,7 +198,9 @@ async def _completions(request: Request) -> Response:
             refuse=lambda error: target.faults.fold("refusal", error),
         )
         _check_model(target, parsed)
-        declined = target.faults.first("request", parsed)
+        declined = target.faults.first("request", parsed) or target.faults.first(
+            "remembered", parsed, target.faults.memory
+        )
         if declined is not None:
             raise declined
     except ApiError as error:

@@ -281,3 +281,21 @@ def _bare_429_body(reply: ErrorReply) -> ErrorReply:
 )
 def _limited_negative(count: int) -> ApiError | None:
     return _rate_limited("-1") if count % 3 == 0 else None
+
+
+# --- a valid request that kills the target (mlx-lm: a one-item prompt list) --------------
+
+
+@fault(
+    "dies-on-one-item-prompt-list",
+    "A prompt list of one string kills generation: it and every later request get 404 (mlx-lm).",
+    "remembered",
+)
+def _dies_on_one_item_list(
+    request: CompletionRequest, memory: dict[str, object]
+) -> ApiError | None:
+    if request.prompt_list and len(request.prompts) == 1 and not request.token_prompt:
+        memory["dead"] = True
+    if not memory.get("dead"):
+        return None
+    return ApiError(404, "Not Found", code="not_found", origin="route")

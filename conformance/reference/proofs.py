@@ -114,6 +114,7 @@ PROOFS: tuple[Proof, ...] = (
     _p("STREAM-USAGE-MATCHES", "stream-usage-counts-more"),
     _p("RATE-LIMIT-ENVELOPE", "rate-limit-bare-body"),
     _p("RETRY-AFTER-FORMAT", "rate-limit-retry-after-negative"),
+    _p("TARGET-ALIVE", "dies-on-one-item-prompt-list"),
 )
 
 
@@ -346,6 +347,12 @@ EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {
     ("rate-limit-retry-after-negative", ()): {
         "aihubmix": _s("RETRY-AFTER-FORMAT"),
         "nscale": _s("RETRY-AFTER-FORMAT"),
+    },
+    # One finding: the answers after the death are not judged (no declined capability, no
+    # VALID-ACCEPTED), and nothing more is sent.
+    ("dies-on-one-item-prompt-list", ()): {
+        "aihubmix": _s("TARGET-ALIVE"),
+        "nscale": _s("TARGET-ALIVE"),
     },
 }
 
