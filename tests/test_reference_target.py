@@ -920,6 +920,26 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
         if c["choices"][0].get("finish_reason")
     ),
     "vendor-fields": lambda p: "x_vendor" in p.json() and "x_vendor" in _content(p.chunks())[0],
+    # -- the misses of issue 20 --
+    "usage-prompt-per-choice": lambda p: (
+        p.json(n=2)["usage"]["prompt_tokens"] == 2 * p.json()["usage"]["prompt_tokens"]
+    ),
+    "stream-usage-counts-more": lambda p: (
+        next(c for c in p.chunks(**INCLUDE_USAGE) if c.get("choices") == [])["usage"][
+            "completion_tokens"
+        ]
+        != p.json()["usage"]["completion_tokens"]
+    ),
+    "rate-limit-bare-body": lambda p: any(
+        r.status_code == 429 and "error" not in r.json() for r in [p.post() for _ in range(3)]
+    ),
+    "rate-limit-retry-after-negative": lambda p: any(
+        r.status_code == 429 and r.headers.get("retry-after") == "-1"
+        for r in [p.post() for _ in range(3)]
+    ),
+    "dies-on-one-item-prompt-list": lambda p: (
+        [p.post(prompt=["Say hi"]), p.post()][1].status_code == 404
+    ),
 }
 
 
