@@ -166,7 +166,9 @@ def _json_response(target: _Target, request: CompletionRequest) -> Response:
     """A non-streamed completion."""
     body = completion_body(target.flavor, request, target.faults)
     head = target.faults.fold("head", Head(200, target.flavor.json_type, streamed=False))
-    return Response(dumps(body), status_code=head.status, media_type=head.media_type)
+    return Response(
+        dumps(body), status_code=head.status, media_type=head.media_type, headers=dict(head.headers)
+    )
 
 
 def _stream_response(target: _Target, request: CompletionRequest) -> Response:

@@ -299,3 +299,17 @@ def _dies_on_one_item_list(
     if not memory.get("dead"):
         return None
     return ApiError(404, "Not Found", code="not_found", origin="route")
+
+
+# --- a false Content-Encoding ------------------------------------------------------------
+
+
+@fault(
+    "content-encoding-false-gzip",
+    "Non-streamed completions say `Content-Encoding: gzip` but the body is plain JSON.",
+    "head",
+)
+def _false_gzip(head: Head) -> Head:
+    if head.streamed:
+        return head
+    return replace(head, headers=(*head.headers, ("Content-Encoding", "gzip")))
