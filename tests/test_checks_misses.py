@@ -7,12 +7,13 @@ fault corpus (conformance/reference/proofs.py); these show each rule's edges che
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from support import failed, judge
 from synthetic import body_exchange, chunks_for, completion_for, req, stream_exchange
 
-from conformance.case import Case
+from conformance.case import MAY_REFUSE_TAG, Case
 from conformance.checks.invariants import N_TWIN_TAG, STREAM_TWIN_TAG
 from conformance.exchange import Exchange, Headers
 from conformance.health import HEALTH_TAG, Health
@@ -184,3 +185,26 @@ def test_no_probe_without_budget() -> None:
     health = Health(lambda case: pytest.fail("sent a probe"), lambda: req(max_tokens=1))
     failing = body_exchange(req(), {"error": {"message": "boom"}}, 500)
     assert not health.unjudged(failing.case, failing, lambda: False)
+
+
+# -- edge token ids -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flavor", ["aihubmix", "nscale"])
+def test_edges_send_a_token_id_past_the_vocabulary_and_the_largest_id(flavor: str) -> None:
+    from strategies import edge_requests
+
+    edges = {c.label: c for c in edge_requests(load_spec(flavor), model="m", vocab_size=500)}
+    past = edges["a token id just past the vocabulary (500, --vocab-size)"]
+    assert past.body["prompt"] == [500] and MAY_REFUSE_TAG in past.tags
+    largest = [c for c in edges.values() if c.body.get("prompt") == [2**31 - 1]]
+    assert len(largest) == 1 and MAY_REFUSE_TAG in largest[0].tags
+
+
+def test_an_out_of_vocabulary_id_may_be_refused_but_not_with_a_5xx(spec: Spec) -> None:
+    edge = replace(req(prompt=[1000], mode="edge"), tags=frozenset({MAY_REFUSE_TAG}))
+    refused = body_exchange(edge, {"error": {"message": "Invalid token id"}}, status=400)
+    findings = judge(spec, refused)
+    assert failed(findings) == set() and findings["VALID-ACCEPTED"].outcome == "passed"
+    crashed = body_exchange(edge, {"error": {"message": "index out of range"}}, status=500)
+    assert "VALID-NO-5XX" in failed(judge(spec, crashed))

@@ -947,6 +947,7 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
         for r in [p.post() for _ in range(3)]
     ),
     "content-encoding-false-gzip": lambda p: _fails_to_decode(p.post),
+    "token-id-out-of-vocab-500": lambda p: p.post(prompt=[fake.VOCAB_SIZE]).status_code == 500,
     "dies-on-one-item-prompt-list": lambda p: (
         [p.post(prompt=["Say hi"]), p.post()][1].status_code == 404
     ),

@@ -313,3 +313,23 @@ def _false_gzip(head: Head) -> Head:
     if head.streamed:
         return head
     return replace(head, headers=(*head.headers, ("Content-Encoding", "gzip")))
+
+
+# --- token ids outside the vocabulary ----------------------------------------------------
+
+
+@fault(
+    "token-id-out-of-vocab-500",
+    "A token id outside the vocabulary is answered 500 instead of 400 (vLLM before its fix).",
+    "refusal",
+)
+def _oov_500(error: ApiError) -> ApiError:
+    if error.param != "prompt" or "Invalid token id" not in error.message:
+        return error
+    return ApiError(
+        500,
+        "index out of range in self",
+        code="internal_error",
+        origin="server",
+        type_="server_error",
+    )

@@ -116,6 +116,8 @@ PROOFS: tuple[Proof, ...] = (
     _p("RETRY-AFTER-FORMAT", "rate-limit-retry-after-negative"),
     _p("TARGET-ALIVE", "dies-on-one-item-prompt-list"),
     _p("HTTP-CONTENT-ENCODING", "content-encoding-false-gzip"),
+    # The edge token ids (strategies/_edge.py): out of vocabulary, refused with a 5xx.
+    _p("VALID-NO-5XX", "token-id-out-of-vocab-500"),
 )
 
 
@@ -360,6 +362,10 @@ EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {
     ("content-encoding-false-gzip", ()): {
         "aihubmix": _s("HTTP-CONTENT-ENCODING"),
         "nscale": _s("HTTP-CONTENT-ENCODING"),
+    },
+    ("token-id-out-of-vocab-500", ()): {
+        "aihubmix": _s("VALID-NO-5XX"),
+        "nscale": _s("VALID-NO-5XX"),
     },
 }
 
