@@ -316,6 +316,27 @@ def _stream_edges(run: Run, _: Any) -> list[Case]:
     ]
 
 
+def _declared_defaults(run: Run, _: Any) -> list[Case]:
+    """One request without max_tokens, judged against the document's declared default.
+
+    The only request whose cost the target's default decides: a count prompt, at
+    temperature 0, so that a model that follows it reaches the default (16 tokens).
+    """
+    from conformance.checks.defaults import DEFAULT_MAX_TOKENS_TAG, default_max_tokens
+
+    if default_max_tokens(run.spec) is None:
+        raise ScenarioSkipped(
+            "the spec declares no default for max_tokens", ("MAX-TOKENS-DEFAULT",)
+        )
+    body = {
+        "model": run.settings.model,
+        "prompt": "Count slowly from one to one hundred:",
+        "temperature": 0,
+    }
+    tags = frozenset({DEFAULT_MAX_TOKENS_TAG})
+    return [case(run.spec, body, label="max_tokens left out (the declared default)", tags=tags)]
+
+
 def _batched(name: str, cases: Callable[[Run, Any], list[Case]]) -> Scenario:
     return Scenario(name, cases=cases, params=BATCH_PARAMS, ids=BATCH_IDS)
 
@@ -334,6 +355,7 @@ USAGE_CHUNK = Scenario(
 )
 STREAM_TWIN = Scenario("stream_matches_non_stream", body=_stream_twin)
 STREAM_EDGES = Scenario("stream_edges", cases=_stream_edges)
+DECLARED_DEFAULTS = Scenario("declared_defaults", cases=_declared_defaults)
 
 
 # -- capabilities and deep fuzz --------------------------------------------------------------
@@ -408,6 +430,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     EDGE_REQUESTS,
     INVALID_REQUESTS,
     STOP_PROBE,
+    DECLARED_DEFAULTS,
     AUTH_PROBES,
     UNKNOWN_MODEL,
     BAD_REQUESTS,

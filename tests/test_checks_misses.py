@@ -14,9 +14,11 @@ from support import failed, judge
 from synthetic import body_exchange, chunks_for, completion_for, req, stream_exchange
 
 from conformance.case import MAY_REFUSE_TAG, Case
+from conformance.checks.defaults import DEFAULT_MAX_TOKENS_TAG, default_max_tokens
 from conformance.checks.invariants import N_TWIN_TAG, STREAM_TWIN_TAG
 from conformance.exchange import Exchange, Headers
 from conformance.health import HEALTH_TAG, Health
+from conformance.results import Finding
 from conformance.spec import Spec, load_spec
 
 
@@ -208,3 +210,35 @@ def test_an_out_of_vocabulary_id_may_be_refused_but_not_with_a_5xx(spec: Spec) -
     assert failed(findings) == set() and findings["VALID-ACCEPTED"].outcome == "passed"
     crashed = body_exchange(edge, {"error": {"message": "index out of range"}}, status=500)
     assert "VALID-NO-5XX" in failed(judge(spec, crashed))
+
+
+# -- MAX-TOKENS-DEFAULT ---------------------------------------------------------------------
+
+
+def _default_answer(spec: Spec, count: int, finish: str) -> dict[str, Finding]:
+    probe = req(prompt="Count", tags={DEFAULT_MAX_TOKENS_TAG})
+    probe = replace(probe, body={k: v for k, v in probe.body.items() if k != "max_tokens"})
+    words = ["w"] * count
+    body = completion_for(replace(probe, body={**probe.body, "max_tokens": 100}), words)
+    body["choices"][0]["finish_reason"] = finish
+    return judge(spec, body_exchange(probe, body))
+
+
+def test_the_declared_default_is_read_from_the_document() -> None:
+    assert default_max_tokens(load_spec("aihubmix")) == 16
+    assert default_max_tokens(load_spec("nscale")) is None
+
+
+def test_an_answer_within_the_declared_default_passes(spec: Spec) -> None:
+    assert _default_answer(spec, 16, "length")["MAX-TOKENS-DEFAULT"].outcome == "passed"
+    assert _default_answer(spec, 5, "stop")["MAX-TOKENS-DEFAULT"].outcome == "passed"
+
+
+def test_an_answer_past_the_declared_default_fails(spec: Spec) -> None:
+    finding = _default_answer(spec, 24, "length")["MAX-TOKENS-DEFAULT"]
+    assert finding.outcome == "failed" and "default is 16" in finding.message
+
+
+def test_reaching_the_declared_default_without_length_fails(spec: Spec) -> None:
+    finding = _default_answer(spec, 16, "stop")["MAX-TOKENS-DEFAULT"]
+    assert finding.outcome == "failed" and 'expected "length"' in finding.message

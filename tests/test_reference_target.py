@@ -948,6 +948,9 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
     ),
     "content-encoding-false-gzip": lambda p: _fails_to_decode(p.post),
     "token-id-out-of-vocab-500": lambda p: p.post(prompt=[fake.VOCAB_SIZE]).status_code == 500,
+    "max-tokens-default-ignored": lambda p: (
+        p.json(max_tokens=None)["usage"]["completion_tokens"] > 16
+    ),
     "dies-on-one-item-prompt-list": lambda p: (
         [p.post(prompt=["Say hi"]), p.post()][1].status_code == 404
     ),

@@ -499,3 +499,17 @@ def _stream_usage_counts_more(items: Items, ctx: StreamContext) -> Items:
             "total_tokens": it["usage"]["total_tokens"] + 1,
         }
     return items
+
+
+# --- a declared default ignored ----------------------------------------------------------
+
+
+@fault(
+    "max-tokens-default-ignored",
+    "A request without max_tokens generates 8 tokens past the declared default of 16 (both modes).",
+    "plan",
+)
+def _default_ignored(plan: Plan) -> Plan:
+    if not plan.default_max_tokens:
+        return plan
+    return replace(plan, max_tokens=plan.max_tokens + 8, natural_stop=False)

@@ -118,6 +118,7 @@ PROOFS: tuple[Proof, ...] = (
     _p("HTTP-CONTENT-ENCODING", "content-encoding-false-gzip"),
     # The edge token ids (strategies/_edge.py): out of vocabulary, refused with a 5xx.
     _p("VALID-NO-5XX", "token-id-out-of-vocab-500"),
+    _p("MAX-TOKENS-DEFAULT", "max-tokens-default-ignored"),
 )
 
 
@@ -362,6 +363,11 @@ EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {
     ("content-encoding-false-gzip", ()): {
         "aihubmix": _s("HTTP-CONTENT-ENCODING"),
         "nscale": _s("HTTP-CONTENT-ENCODING"),
+    },
+    # nscale declares no default for max_tokens: the requirement does not apply there.
+    ("max-tokens-default-ignored", ()): {
+        "aihubmix": _s("MAX-TOKENS-DEFAULT"),
+        "nscale": _s(),
     },
     ("token-id-out-of-vocab-500", ()): {
         "aihubmix": _s("VALID-NO-5XX"),
