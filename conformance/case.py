@@ -14,6 +14,9 @@ Auth = Literal["default", "none", "malformed", "wrong"]
 #: (schemathesis sends ``X-Schemathesis-TestCaseId`` for the same reason). The value is
 #: the mode, and for an invalid case ``; breaks=`` and the rule, percent-encoded.
 CASE_HEADER = "X-Conformance-Case"
+#: Tag of a valid request that a target may refuse with a 4xx without declining a feature
+#: (a token id outside the model's vocabulary): served or refused, never a 5xx.
+MAY_REFUSE_TAG = "edge:may-refuse"
 
 
 @dataclass(frozen=True, slots=True)

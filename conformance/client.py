@@ -15,6 +15,7 @@ piece so that the byte bound holds for the decoded size (a gzip bomb is cut off)
 
 from __future__ import annotations
 
+import itertools
 import json
 import secrets
 import time
@@ -192,6 +193,7 @@ class Client:
         waited = 0.0
         retries = 0
         queued: Exchange | None = None  # the answer that timed out in a crowd, if any
+        throttled: list[Exchange] = []  # the 429 answers waited out
         while True:
             started = self.throttle.acquire()
             if queued is not None and self.throttle.queue_disproved:
@@ -233,7 +235,10 @@ class Client:
                 or retries >= self.retry.max_retries
                 or waited + delay > self.retry.max_wait
             ):
+                exchange.throttled = throttled
                 return exchange
+            if exchange.status == 429:
+                throttled.append(exchange)  # waited out, and still judged (checks.ratelimit)
             retries += 1
             waited += delay
             # Closes the gate for every sender; the next acquire() waits it out.
@@ -406,7 +411,37 @@ def _decoded(response: httpx.Response, exchange: Exchange) -> Iterator[bytes]:
             f"Content-Encoding {coding!r} was not asked for (Accept-Encoding: "
             f"{ACCEPT_ENCODING}); the body is recorded as sent"
         )
+    if coding in ("gzip", "x-gzip"):
+        return _gzip_or_as_sent(response.iter_raw(), exchange, coding)
     return decode_body(response.iter_raw(), coding)
+
+
+def _gzip_or_as_sent(chunks: Iterable[bytes], exchange: Exchange, coding: str) -> Iterator[bytes]:
+    """A body said to be gzip: decoded when it starts as gzip does, else kept as sent.
+
+    A body that does not even begin with gzip's magic bytes is not a corrupt gzip stream
+    but a false header (a proxy or framework adding it to a plain body): every client
+    that honours the header fails on it, which is HTTP-CONTENT-ENCODING's finding, and
+    the body as sent is still judged for what it says.
+    """
+    raw = iter(chunks)
+    head = b""
+    for chunk in raw:
+        head += chunk
+        if len(head) >= len(GZIP_MAGIC):
+            break
+    if not head:
+        return
+    rest = itertools.chain([head], raw)
+    if head.startswith(GZIP_MAGIC):
+        yield from decode_body(rest, coding)
+        return
+    exchange.false_encoding = coding
+    exchange.notes.append(
+        f"the body claims Content-Encoding {coding} but is not {coding} (it does not start "
+        "with the gzip magic bytes 1f 8b): recorded as sent"
+    )
+    yield from rest
 
 
 def decode_body(chunks: Iterable[bytes], content_encoding: str | None) -> Iterator[bytes]:

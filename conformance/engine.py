@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 from conformance.case import Case
 from conformance.client import Client, RetryPolicy
 from conformance.exchange import Exchange
+from conformance.health import DOWN_NOTE, Health
 from conformance.latency import stream_latency
 from conformance.requirements import REGISTRY, Level, Requirement, load_checks
 from conformance.results import OBSERVED, Finding, Results, evaluate, tokens_used
@@ -175,6 +176,24 @@ class Run:
         self._chains: dict[tuple[str, Any], Future[ItemRun]] = {}
         self._shared: dict[str, Any] = {}
         self._shared_lock = threading.Lock()
+        # Whether the target still serves (conformance/health.py): probed after answers a
+        # dead target gives; once down, nothing more is sent or judged.
+        self.health = Health(client.send, self._health_probe)
+
+    def _health_probe(self) -> Case | None:
+        from conformance.preflight import PreflightFailed, probe_case
+
+        try:
+            return probe_case(self.settings.model, self.spec)
+        except PreflightFailed:
+            return None
+
+    def _take_probe_request(self) -> bool:
+        try:
+            self.budget.take_request()
+        except BudgetSpent:
+            return False
+        return True
 
     def item(self, *, urgent: bool = False) -> ItemRun:
         return ItemRun(self, urgent=urgent)
@@ -204,7 +223,7 @@ class Run:
         at most ``concurrency`` at once. ``urgent``: a chain's request, which takes the
         next free slot before any queued independent case.
         """
-        if self.rate_limited:
+        if self.rate_limited or self.health.down is not None:
             return _done(Sent(None))
         try:
             self.budget.take_request()
@@ -216,7 +235,7 @@ class Run:
         return pool.submit(self._transmit, case, via, urgent)
 
     def _transmit(self, case: Case, via: Sender | None, urgent: bool = False) -> Sent:
-        if self.rate_limited:  # another request hit the limit while this one waited
+        if self.rate_limited or self.health.down is not None:  # while this one waited
             return Sent(None)
         self._slots.acquire(urgent=urgent)
         try:
@@ -228,6 +247,8 @@ class Run:
         self.budget.spend_tokens(tokens_used(exchange))
         if exchange.status == 429:
             self.rate_limited = True
+        if self.health.unjudged(case, exchange, self._take_probe_request):
+            return Sent(None, DOWN_NOTE)
         return Sent(exchange)
 
     def _send(self, case: Case, via: Sender | None) -> Exchange:
@@ -252,6 +273,7 @@ class Run:
             finally:
                 self._slots.release(self.concurrency)
         exchange.retries += limited.retries + 1
+        exchange.throttled = [*limited.throttled, limited, *exchange.throttled]
         return exchange
 
     def plan(self, items: Iterable[tuple[Scenario, Any]]) -> None:
@@ -387,18 +409,25 @@ class ItemRun:
 
     def _collect(self, sent: Sent, related: tuple[Exchange, ...] = ()) -> Exchange | None:
         exchange = sent.exchange
+        if self.run.health.down is not None:
+            self._target_down()
         if exchange is None:
+            if sent.note == DOWN_NOTE:
+                return None
             if sent.note:
                 self.budget_note = self.budget_note or sent.note
                 self.results.meta.setdefault(BUDGET, sent.note)
             return None
+        for limited in exchange.throttled:
+            self.judge_rate_limit(limited)
         if exchange.status == 429:
             # Still rate limited after the retries the policy allows: the case got no
-            # answer, so it is not judged (a check would blame the target for the 429).
+            # answer, so it is judged only as a rate-limit answer (a check of the case
+            # would blame the target for the 429).
             self.results.meta["no_verdict"] = no_verdict_reason(self.run.client.retry)
             self.results.spent["requests"] += 1 + exchange.retries
             self.results.spent["retries"] += exchange.retries
-            self._observe(exchange)
+            self.judge_rate_limit(exchange)
             return exchange
         self.judge(exchange, related)
         return exchange
@@ -412,6 +441,34 @@ class ItemRun:
             self.results.latency.append(latency)
         self.failures += [(f, exchange) for f in findings if f.outcome == "failed"]
         return findings
+
+    def _target_down(self) -> None:
+        """The target stopped serving: report it once (TARGET-ALIVE, on the failed health
+        probe), and say so as this item's skip reason when nothing else failed."""
+        from conformance.checks.liveness import LIVENESS_REQUIREMENTS
+
+        self.skip_reason = self.skip_reason or DOWN_NOTE.split(":")[0]
+        down = self.run.health.claim()
+        if down is None:
+            return
+        judges = [r for r in self.run.requirements if r.id in LIVENESS_REQUIREMENTS]
+        findings = evaluate(judges, self.spec, down.probe, down.related)
+        self.results.record(down.probe, findings)
+        self._observe(down.probe)
+        self.failures += [(f, down.probe) for f in findings if f.outcome == "failed"]
+
+    def judge_rate_limit(self, exchange: Exchange) -> None:
+        """Judge a 429 answer by the rate-limit requirements alone, and count its status.
+
+        Its request is counted on the exchange that was finally judged (as a retry), so
+        it is recorded without spending."""
+        from conformance.checks.ratelimit import RATE_LIMIT_REQUIREMENTS
+
+        judges = [r for r in self.run.requirements if r.id in RATE_LIMIT_REQUIREMENTS]
+        findings = evaluate(judges, self.spec, exchange)
+        self.results.record(exchange, findings, spend=False)
+        self._observe(exchange)
+        self.failures += [(f, exchange) for f in findings if f.outcome == "failed"]
 
     def _observe(self, exchange: Exchange) -> None:
         """Count the answer's status code (Results.meta["observed_statuses"])."""

@@ -93,6 +93,12 @@ class Exchange:
     # What the client did about the exchange that a reader should know (e.g. a send
     # repeated on a fresh connection after a stale keep-alive one failed).
     notes: list[str] = field(default_factory=list)
+    # The 429 answers waited out (Retry-After) before this one, oldest first: each is
+    # judged as the rate-limit answer it is (checks.ratelimit), not as the case's answer.
+    throttled: list[Exchange] = field(default_factory=list)
+    # The answer claimed a Content-Encoding its body does not have (gzip that is not
+    # gzip): the body is recorded as sent, and this says so (HTTP-CONTENT-ENCODING).
+    false_encoding: str | None = None
     #: Views derived from this exchange by the checks, built once (see ``view``).
     derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     _json: Any = field(default=None, repr=False)

@@ -85,6 +85,12 @@ def diagnose(client: Client, exchange: Exchange, model: str) -> str:
     seen = f"{status} {_excerpt(exchange)}".strip()
     if status is None:
         return exchange.transport_error or f"no answer from {url}"
+    if exchange.false_encoding:
+        coding = exchange.false_encoding
+        return (
+            f"the {status} answer at {url} claims Content-Encoding: {coding}, but its body is "
+            f"not {coding}, and read as sent it is not a completion either: {seen}"
+        )
     if status == 401:
         if client.api_key:
             return f"the target rejected the API key (401) at {url}"

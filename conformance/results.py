@@ -294,11 +294,13 @@ class Results:
             }
         )
 
-    def record(self, exchange: Exchange, findings: list[Finding]) -> None:
-        """Tally the findings of one exchange and count what it cost."""
-        self.spent["requests"] += 1 + exchange.retries
-        self.spent["retries"] += exchange.retries
-        self.spent["tokens"] += tokens_used(exchange)
+    def record(self, exchange: Exchange, findings: list[Finding], *, spend: bool = True) -> None:
+        """Tally the findings of one exchange and count what it cost (``spend=False``: a
+        429 answer waited out, whose request the retried exchange already counts)."""
+        if spend:
+            self.spent["requests"] += 1 + exchange.retries
+            self.spent["retries"] += exchange.retries
+            self.spent["tokens"] += tokens_used(exchange)
         shown = None
         key = case_key(exchange.case)
         for f in findings:

@@ -275,23 +275,35 @@ def _usage_chunk(run: Run, include_usage: bool) -> list[Case]:
 def _stream_twin(item: ItemRun, _: Any) -> None:
     """Ask the same request at temperature 0 without streaming and streamed, compared.
 
-    Neither request depends on the other's answer, so both go out at once; the stream is
-    judged after its twin, against it.
+    The stream asks for its usage chunk (include_usage), so its usage is compared with
+    the non-streamed one; a third copy asks for `n: 2` with one token each, so that its
+    prompt_tokens is compared with the n=1 count of the same prompt (checks.invariants).
+    None depends on another's answer, so all go out at once; each copy is judged after
+    the plain twin, against it.
     """
+    from conformance.checks.invariants import N_TWIN_TAG
     from conformance.checks.streaming import TWIN_TAG
 
     spec = item.spec
     body = _greedy(item.settings, "Describe a river in a few words:")
     plain = case(spec, body, label="stream probe: non-streamed twin")
+    usage = {"stream_options": {"include_usage": True}}
     streamed = case(
         spec,
-        {**body, "stream": True},
-        label="stream probe: the same request streamed",
+        {**body, "stream": True, **usage},
+        label="stream probe: the same request streamed, include_usage",
         tags=frozenset({TWIN_TAG}),
     )
-    sends = [item.dispatch(plain), item.dispatch(streamed)]
+    copies = [streamed]
+    if "n" in spec.request_properties:
+        n_twin = {**body, "n": 2, "max_tokens": 1}
+        copies.append(
+            case(spec, n_twin, label="n probe: the same prompt, n=2", tags=frozenset({N_TWIN_TAG}))
+        )
+    sends = [item.dispatch(plain), *(item.dispatch(c) for c in copies)]
     twin = item.receive(sends[0])
-    item.receive(sends[1], related=(twin,) if twin else ())
+    for sent in sends[1:]:
+        item.receive(sent, related=(twin,) if twin else ())
 
 
 def _stream_edges(run: Run, _: Any) -> list[Case]:
@@ -302,6 +314,27 @@ def _stream_edges(run: Run, _: Any) -> list[Case]:
         _described(run.spec, {**base, "echo": True, "max_tokens": s.max_tokens}),
         _described(run.spec, {**base, "max_tokens": 0, "stop": ["\n"]}),
     ]
+
+
+def _declared_defaults(run: Run, _: Any) -> list[Case]:
+    """One request without max_tokens, judged against the document's declared default.
+
+    The only request whose cost the target's default decides: a count prompt, at
+    temperature 0, so that a model that follows it reaches the default (16 tokens).
+    """
+    from conformance.checks.defaults import DEFAULT_MAX_TOKENS_TAG, default_max_tokens
+
+    if default_max_tokens(run.spec) is None:
+        raise ScenarioSkipped(
+            "the spec declares no default for max_tokens", ("MAX-TOKENS-DEFAULT",)
+        )
+    body = {
+        "model": run.settings.model,
+        "prompt": "Count slowly from one to one hundred:",
+        "temperature": 0,
+    }
+    tags = frozenset({DEFAULT_MAX_TOKENS_TAG})
+    return [case(run.spec, body, label="max_tokens left out (the declared default)", tags=tags)]
 
 
 def _batched(name: str, cases: Callable[[Run, Any], list[Case]]) -> Scenario:
@@ -322,6 +355,7 @@ USAGE_CHUNK = Scenario(
 )
 STREAM_TWIN = Scenario("stream_matches_non_stream", body=_stream_twin)
 STREAM_EDGES = Scenario("stream_edges", cases=_stream_edges)
+DECLARED_DEFAULTS = Scenario("declared_defaults", cases=_declared_defaults)
 
 
 # -- capabilities and deep fuzz --------------------------------------------------------------
@@ -396,6 +430,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     EDGE_REQUESTS,
     INVALID_REQUESTS,
     STOP_PROBE,
+    DECLARED_DEFAULTS,
     AUTH_PROBES,
     UNKNOWN_MODEL,
     BAD_REQUESTS,

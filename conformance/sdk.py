@@ -94,6 +94,9 @@ class ContentDecoder:
     def __init__(self, coding: str) -> None:
         coding = coding.strip().lower()
         self.inner: Any = None
+        #: The header named a coding the body does not have (not even its first bytes).
+        self.false = False
+        self._started = False
         if coding in ("gzip", "x-gzip"):
             self.inner = zlib.decompressobj(16 + zlib.MAX_WBITS)
         elif coding == "deflate":
@@ -103,14 +106,22 @@ class ContentDecoder:
         if self.inner is None:
             return chunk
         try:
-            return bytes(self.inner.decompress(chunk))
+            out = bytes(self.inner.decompress(chunk))
         except zlib.error:
             self.inner = None  # not what the header says: keep the bytes as sent
+            self.false = not self._started
             return chunk
+        self._started = True
+        return out
 
 
 def _tee_transport(
-    http: Any, record: list[tuple[float, bytes]], start: list[float], limits: Limits, hit: list[str]
+    http: Any,
+    record: list[tuple[float, bytes]],
+    start: list[float],
+    limits: Limits,
+    hit: list[str],
+    seen: dict[str, Any] | None = None,
 ) -> Any:
     """A transport that passes everything through and records the body bytes as read.
 
@@ -128,6 +139,8 @@ def _tee_transport(
             for chunk in self.inner:
                 at = time.perf_counter() - start[0]
                 decoded = self.decoder.feed(chunk)
+                if self.decoder.false and seen is not None:
+                    seen["false_encoding"] = True
                 size += len(decoded)  # decoded: a small gzip may unpack to a huge body
                 if size > limits.max_bytes or at > limits.total:
                     hit.append("max-bytes" if size > limits.max_bytes else "total")
@@ -149,6 +162,8 @@ def _tee_transport(
             coding = response.headers.get("content-encoding", "")
             # Multiple codings ("gzip, br") are rare; the last one is undone first.
             coding = coding.split(",")[-1] if coding else ""
+            if seen is not None:  # what came, should the SDK fail before returning it
+                seen.update(status=response.status_code, headers=response.headers, coding=coding)
             return http.Response(
                 response.status_code,
                 headers=response.headers,
@@ -171,6 +186,7 @@ def send(client: Client, case: Case) -> Exchange:
     http = _http_module()
     record: list[tuple[float, bytes]] = []
     hit: list[str] = []
+    seen: dict[str, Any] = {}
     start = [time.perf_counter()]
     headers = client.headers_for(case)
     # The spec's declared media type goes too (Nscale declares `application/json;
@@ -185,7 +201,7 @@ def send(client: Client, case: Case) -> Exchange:
         timeout=http.Timeout(limits.total, connect=limits.ttfb, read=limits.gap),
         default_headers=extra,
         http_client=openai.DefaultHttpxClient(
-            transport=_tee_transport(http, record, start, limits, hit)
+            transport=_tee_transport(http, record, start, limits, hit, seen)
         ),
     )
     body = dict(case.body)
@@ -217,9 +233,18 @@ def send(client: Client, case: Case) -> Exchange:
         view["transport"] = type(exc).__module__.startswith(("httpx", "httpcore"))
     finally:
         sdk.close()
+    false_encoding = seen.get("false_encoding") and status is None
+    if false_encoding:
+        # The SDK's HTTP stack failed on a body that is not the coding its header names:
+        # HTTP-CONTENT-ENCODING's finding (the wire exchanges carry it), not a lost answer.
+        status = seen["status"]
+        response_headers = Headers(list(seen["headers"].multi_items()))
+        view["transport"] = True
     if hit:
         view["transport"] = True  # our bound, not the SDK's failure
     exchange = _exchange(client, case, status, response_headers, record, view)
+    if false_encoding:
+        exchange.false_encoding = str(seen["coding"]).strip().lower()
     if hit:
         exchange.bound = hit[0]
         exchange.stream_error = f"bound hit: {hit[0]} (--max-body-bytes / --stream-total)"

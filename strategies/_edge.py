@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from conformance.case import Case
+from conformance.case import MAY_REFUSE_TAG, Case
 from conformance.spec import Spec
 from strategies._branches import largest, smallest
 from strategies._requests import (
@@ -22,7 +22,7 @@ from strategies._requests import (
     as_case,
     make_plan,
 )
-from strategies._schema import SchemaView
+from strategies._schema import SchemaView, interval
 
 BASE_PROMPT = "Say hi"
 UNICODE_PROMPTS = (
@@ -64,6 +64,9 @@ def _prompt_edges(plan: Plan, view: SchemaView) -> list[tuple[str, dict[str, Any
             elif low is not None:
                 edges.append(("token ids, the fewest and lowest", {"prompt": low}))
             continue
+        if branch.form == "strings" and view.accepts("prompt", [BASE_PROMPT]):
+            # A list holding one prompt: mlx-lm's generation thread dies on it.
+            edges.append(("one-item prompt list", {"prompt": [BASE_PROMPT]}))
         if high is None:
             continue
         # The hand-picked mix where the branch allows it, else the branch's largest value.
@@ -80,6 +83,39 @@ def _prompt_edges(plan: Plan, view: SchemaView) -> list[tuple[str, dict[str, Any
         edges.append((f"{len(high)} {what} prompts, the most choices", many))
     if view.accepts("prompt", None):
         edges.append(("null prompt (the spec's default)", {"prompt": None}))
+    return edges
+
+
+#: The largest token id when the schema sets no bound: token ids are 32-bit integers on
+#: the servers we know (vLLM, llama.cpp, TGI), and larger ones overflow there.
+INT32_MAX = 2**31 - 1
+
+
+def _token_id_edges(plan: Plan, view: SchemaView) -> list[tuple[str, dict[str, Any]]]:
+    """Schema-valid token ids a model may not have: the first id past the vocabulary
+    (--vocab-size) and the largest id the schema allows. A target may refuse them with a
+    4xx (MAY_REFUSE_TAG); a 5xx is VALID-NO-5XX's finding."""
+    edges: list[tuple[str, dict[str, Any]]] = []
+    for branch in plan.prompt_branches:
+        if branch.form != "tokens":
+            continue
+        items = branch.schema.get("items")
+        bound = interval(items, formats=True).high
+        top = INT32_MAX if bound is None else int(bound)
+        largest = (
+            f"the largest token id the schema allows ({top})"
+            if bound is not None
+            else f"token id 2^31-1 (the schema sets no bound; {top})"
+        )
+        ids = {
+            f"a token id just past the vocabulary ({plan.vocab_size}, --vocab-size)": plan.vocab_size,
+            largest: top,
+        }
+        for label, token in ids.items():
+            if token >= plan.vocab_size and view.accepts("prompt", [token]):
+                edges.append((label, {"prompt": [token]}))
+        if top == plan.vocab_size:
+            edges.pop()
     return edges
 
 
@@ -233,8 +269,10 @@ def edge_requests(
     """The boundary-hitting valid requests of ``spec``, as a list (``stream``: filter)."""
     plan = make_plan(spec, model=model, max_tokens=max_tokens, vocab_size=vocab_size)
     view = SchemaView(spec)
+    refusable = {label for label, _ in _token_id_edges(plan, view)}
     edges = [
         *_prompt_edges(plan, view),
+        *_token_id_edges(plan, view),
         *_count_edges(plan),
         *_feature_edges(plan, view),
         *_sampling_edges(plan),
@@ -248,5 +286,8 @@ def edge_requests(
             body["max_tokens"] = plan.max_tokens[1]
         body.update(params)
         if stream is None or (body.get("stream") is True) == stream:
-            cases.append(as_case(spec, body, "edge", label))
+            case = as_case(spec, body, "edge", label)
+            if label in refusable:
+                case = replace(case, tags=case.tags | {MAY_REFUSE_TAG})
+            cases.append(case)
     return cases

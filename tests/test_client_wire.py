@@ -168,6 +168,23 @@ def test_corrupt_gzip_is_a_transport_finding(serve: Servers) -> None:
     assert "HTTP-COMPLETE" in failed(judge(load_spec("aihubmix"), ex))
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_a_false_gzip_header_is_its_own_finding_and_the_body_is_judged_as_sent(
+    serve: Servers, targets: Targets, stream: bool
+) -> None:
+    """A plain body said to be gzip: kept as sent, flagged, HTTP-CONTENT-ENCODING alone."""
+    target = targets.get("aihubmix")
+    plain = target.send(case(stream=True) if stream else case())
+    server = serve.start(encoded(recorded_head(plain, "gzip", len(plain.body)), plain.body))
+    ex, _ = send_one(server.url, stream=stream)
+    assert ex.body == plain.body and ex.transport_error is None and ex.false_encoding == "gzip"
+    assert "claims Content-Encoding gzip but is not gzip" in ex.notes[0]
+    findings = judge(target.spec, ex)
+    assert failed(findings) == failed(judge(target.spec, plain)) | {"HTTP-CONTENT-ENCODING"}
+    assert "is not gzip" in findings["HTTP-CONTENT-ENCODING"].message
+    assert findings["HTTP-CONTENT-ENCODING"].outcome == "failed"
+
+
 def test_coding_not_asked_for_is_kept_as_sent_with_a_note(serve: Servers) -> None:
     server = serve.start(respond("200 OK", b"\x8b\x02\x80{}\x03", Content_Encoding="br"))
     ex, _ = send_one(server.url)

@@ -122,3 +122,37 @@ def test_embedded_target_with_a_model_it_does_not_serve_is_one_clear_error(
         ["ERROR: conformance: the target does not serve model 'nosuchmodel' (--model): 404 *"]
     )
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+def test_a_false_gzip_header_on_a_completion_passes_the_preflight(serve: object) -> None:
+    """The body read as sent is a completion: the run goes on, and judges the header."""
+
+    class FalseGzip(Answer):
+        status, body = 200, b'{"id": "c", "object": "text_completion", "choices": []}'
+
+        def send_header(self, keyword: str, value: str) -> None:
+            super().send_header(keyword, value)
+            if keyword == "Content-Type":
+                super().send_header("Content-Encoding", "gzip")
+
+    start = serve  # type: ignore[assignment]
+    client = Client(start(FalseGzip))
+    try:
+        exchange = preflight(client, MODEL)
+    finally:
+        client.close()
+    assert exchange.status == 200 and exchange.false_encoding == "gzip"
+
+
+def test_a_false_gzip_header_on_anything_else_is_named(serve: object) -> None:
+    class FalseGzipHtml(Answer):
+        status, media, body = 200, "text/html", b"<html>hello</html>"
+
+        def send_header(self, keyword: str, value: str) -> None:
+            super().send_header(keyword, value)
+            if keyword == "Content-Type":
+                super().send_header("Content-Encoding", "gzip")
+
+    start = serve  # type: ignore[assignment]
+    message = _fail(Client(start(FalseGzipHtml)))
+    assert "claims Content-Encoding: gzip, but its body is not gzip" in message

@@ -51,8 +51,16 @@ def test_every_third_request_rate_limited_passes_and_reports_retries(
     requests, retries = int(line[1]), int(line[2])
     # Every third request is refused, so about a third of what was sent was a retry.
     assert retries >= requests // 4 > 0
-    spent = results_json(pytester)["spent"]
+    data = results_json(pytester)
+    spent = data["spent"]
     assert isinstance(spent, dict) and spent["retries"] == retries
+    # Each 429 waited out is judged (its envelope, its Retry-After) and counted.
+    meta = data["meta"]
+    assert isinstance(meta, dict) and meta["observed_statuses"]["429"] == retries
+    assert "429 x" in output
+    tallies = {t["id"]: t for t in data["requirements"]}  # type: ignore[attr-defined]
+    assert tallies["RATE-LIMIT-ENVELOPE"]["checked"] == retries
+    assert tallies["RETRY-AFTER-FORMAT"]["failed"] == 0
 
 
 def assert_no_verdict(pytester: pytest.Pytester, result: pytest.RunResult) -> None:

@@ -786,6 +786,15 @@ def _every_third_limited(p: Probe) -> bool:
     return any(r.status_code == 429 and r.headers.get("retry-after") == "0" for r in responses)
 
 
+def _fails_to_decode(post: Callable[[], Any]) -> bool:
+    """The test client, which honours Content-Encoding, cannot decode the answer."""
+    try:
+        post()
+    except Exception as exc:  # httpx's DecodingError, under whichever httpx the client uses
+        return "decompressing" in str(exc)
+    return False
+
+
 def _is_envelope(response: Any) -> bool:
     try:
         error = response.json().get("error")
@@ -920,6 +929,31 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
         if c["choices"][0].get("finish_reason")
     ),
     "vendor-fields": lambda p: "x_vendor" in p.json() and "x_vendor" in _content(p.chunks())[0],
+    # -- the misses of issue 20 --
+    "usage-prompt-per-choice": lambda p: (
+        p.json(n=2)["usage"]["prompt_tokens"] == 2 * p.json()["usage"]["prompt_tokens"]
+    ),
+    "stream-usage-counts-more": lambda p: (
+        next(c for c in p.chunks(**INCLUDE_USAGE) if c.get("choices") == [])["usage"][
+            "completion_tokens"
+        ]
+        != p.json()["usage"]["completion_tokens"]
+    ),
+    "rate-limit-bare-body": lambda p: any(
+        r.status_code == 429 and "error" not in r.json() for r in [p.post() for _ in range(3)]
+    ),
+    "rate-limit-retry-after-negative": lambda p: any(
+        r.status_code == 429 and r.headers.get("retry-after") == "-1"
+        for r in [p.post() for _ in range(3)]
+    ),
+    "content-encoding-false-gzip": lambda p: _fails_to_decode(p.post),
+    "token-id-out-of-vocab-500": lambda p: p.post(prompt=[fake.VOCAB_SIZE]).status_code == 500,
+    "max-tokens-default-ignored": lambda p: (
+        p.json(max_tokens=None)["usage"]["completion_tokens"] > 16
+    ),
+    "dies-on-one-item-prompt-list": lambda p: (
+        [p.post(prompt=["Say hi"]), p.post()][1].status_code == 404
+    ),
 }
 
 

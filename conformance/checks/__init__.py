@@ -1,8 +1,13 @@
 """Check modules, one per area; importing this package registers every requirement."""
 
 from conformance.checks import (  # noqa: F401  (registers on import)
+    defaults,
+    encoding,
     errors,
+    invariants,
+    liveness,
     logprobs,
+    ratelimit,
     response,
     sdk,
     semantics,

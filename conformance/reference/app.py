@@ -166,7 +166,9 @@ def _json_response(target: _Target, request: CompletionRequest) -> Response:
     """A non-streamed completion."""
     body = completion_body(target.flavor, request, target.faults)
     head = target.faults.fold("head", Head(200, target.flavor.json_type, streamed=False))
-    return Response(dumps(body), status_code=head.status, media_type=head.media_type)
+    return Response(
+        dumps(body), status_code=head.status, media_type=head.media_type, headers=dict(head.headers)
+    )
 
 
 def _stream_response(target: _Target, request: CompletionRequest) -> Response:
@@ -198,7 +200,9 @@ async def _completions(request: Request) -> Response:
             refuse=lambda error: target.faults.fold("refusal", error),
         )
         _check_model(target, parsed)
-        declined = target.faults.first("request", parsed)
+        declined = target.faults.first("request", parsed) or target.faults.first(
+            "remembered", parsed, target.faults.memory
+        )
         if declined is not None:
             raise declined
     except ApiError as error:

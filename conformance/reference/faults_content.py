@@ -533,3 +533,59 @@ def _stream_logprobs_cumulative(items: Items, ctx: StreamContext) -> Items:
                 seen[key] = seen.get(key, []) + list(values)
             choice["logprobs"] = copy.deepcopy(seen)
     return out
+
+# --- usage across `n` and modes (checks.invariants) --------------------------------------
+
+
+def _scale_prompt_tokens(usage: dict[str, int], n: int) -> None:
+    extra = usage["prompt_tokens"] * (n - 1)
+    usage["prompt_tokens"] += extra
+    usage["total_tokens"] += extra
+
+
+@fault(
+    "usage-prompt-per-choice",
+    "`usage.prompt_tokens` counts each prompt once per choice (x n), total adjusted (both modes).",
+    "body",
+)
+def _prompt_per_choice(body: Body, request: CompletionRequest) -> Body:
+    if isinstance(body.get("usage"), dict):
+        _scale_prompt_tokens(body["usage"], request.n)
+    return body
+
+
+@also("usage-prompt-per-choice", "stream")
+def _prompt_per_choice_streamed(items: Items, ctx: StreamContext) -> Items:
+    for it in filter(is_usage, items):
+        _scale_prompt_tokens(it["usage"], ctx.request.n)
+    return items
+
+
+@_stream_fault(
+    "stream-usage-counts-more",
+    "The usage chunk of a one-choice stream counts one completion token more (total adjusted).",
+)
+def _stream_usage_counts_more(items: Items, ctx: StreamContext) -> Items:
+    if ctx.request.n != 1 or len(ctx.request.prompts) != 1:
+        return items
+    for it in filter(is_usage, items):
+        it["usage"] = {
+            **it["usage"],
+            "completion_tokens": it["usage"]["completion_tokens"] + 1,
+            "total_tokens": it["usage"]["total_tokens"] + 1,
+        }
+    return items
+
+
+# --- a declared default ignored ----------------------------------------------------------
+
+
+@fault(
+    "max-tokens-default-ignored",
+    "A request without max_tokens generates 8 tokens past the declared default of 16 (both modes).",
+    "plan",
+)
+def _default_ignored(plan: Plan) -> Plan:
+    if not plan.default_max_tokens:
+        return plan
+    return replace(plan, max_tokens=plan.max_tokens + 8, natural_stop=False)

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from conformance.reference.flavors import ApiError, ErrorReply, Head
 from conformance.reference.framing import Framing, Pacing
-from conformance.reference.registry import fault
+from conformance.reference.registry import also, fault
 from conformance.reference.validation import CompletionRequest
 
 _TEXT = "text/plain; charset=utf-8"
@@ -263,3 +263,83 @@ def _tiny_writes(pacing: Pacing) -> Pacing:
 @fault("sse-retry-lines", '"retry: 1000" lines come with the events.', "framing", tolerated=True)
 def _retry_lines(framing: Framing) -> Framing:
     return replace(framing, before=(*framing.before, "retry: 1000"))
+
+
+# --- rate-limit answers judged (issue 20: 429s are judged, not only retried) -------------
+
+
+@fault(
+    "rate-limit-bare-body",
+    'Every third completion request is answered 429 (Retry-After: 0) with a bare {"message"} body.',
+    "admit",
+)
+def _limited_bare(count: int) -> ApiError | None:
+    return _rate_limited("0") if count % 3 == 0 else None
+
+
+@also("rate-limit-bare-body", "error-reply")
+def _bare_429_body(reply: ErrorReply) -> ErrorReply:
+    if reply.status != 429:
+        return reply
+    return replace(reply, payload={"message": reply.message})
+
+
+@fault(
+    "rate-limit-retry-after-negative",
+    "Every third completion request is answered 429 with Retry-After: -1 (not delay-seconds).",
+    "admit",
+)
+def _limited_negative(count: int) -> ApiError | None:
+    return _rate_limited("-1") if count % 3 == 0 else None
+
+
+# --- a valid request that kills the target (mlx-lm: a one-item prompt list) --------------
+
+
+@fault(
+    "dies-on-one-item-prompt-list",
+    "A prompt list of one string kills generation: it and every later request get 404 (mlx-lm).",
+    "remembered",
+)
+def _dies_on_one_item_list(
+    request: CompletionRequest, memory: dict[str, object]
+) -> ApiError | None:
+    if request.prompt_list and len(request.prompts) == 1 and not request.token_prompt:
+        memory["dead"] = True
+    if not memory.get("dead"):
+        return None
+    return ApiError(404, "Not Found", code="not_found", origin="route")
+
+
+# --- a false Content-Encoding ------------------------------------------------------------
+
+
+@fault(
+    "content-encoding-false-gzip",
+    "Non-streamed completions say `Content-Encoding: gzip` but the body is plain JSON.",
+    "head",
+)
+def _false_gzip(head: Head) -> Head:
+    if head.streamed:
+        return head
+    return replace(head, headers=(*head.headers, ("Content-Encoding", "gzip")))
+
+
+# --- token ids outside the vocabulary ----------------------------------------------------
+
+
+@fault(
+    "token-id-out-of-vocab-500",
+    "A token id outside the vocabulary is answered 500 instead of 400 (vLLM before its fix).",
+    "refusal",
+)
+def _oov_500(error: ApiError) -> ApiError:
+    if error.param != "prompt" or "Invalid token id" not in error.message:
+        return error
+    return ApiError(
+        500,
+        "index out of range in self",
+        code="internal_error",
+        origin="server",
+        type_="server_error",
+    )

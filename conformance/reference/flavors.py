@@ -116,6 +116,8 @@ class Head:
     status: int
     media_type: str
     streamed: bool
+    #: Headers a fault adds to the answer (name, value).
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ stage         transformer                                 where
 refusal       (ApiError) -> ApiError | None (None: go on) every refusal (auth, invalid, model)
 admit         (count) -> ApiError | None                  each completion request, after auth
 request       (CompletionRequest) -> ApiError | None      after validation and the model check
+remembered    (CompletionRequest, dict) -> ApiError|None  after ``request``, with the target's memory
 plan          (Plan) -> Plan                              what the model is asked to generate
 finish        (str) -> str                                each choice's finish_reason
 usage         (dict) -> dict                              both modes' usage objects
@@ -47,6 +48,7 @@ STAGES = (
     "refusal",
     "admit",
     "request",
+    "remembered",
     "plan",
     "finish",
     "usage",
@@ -134,6 +136,9 @@ class ActiveFaults:
 
     def __init__(self, names: Iterable[str]) -> None:
         self.names = frozenset(names)
+        #: What a fault remembers between requests to this target (``remembered`` stage):
+        #: per target, so two targets with the same fault never share it.
+        self.memory: dict[str, Any] = {}
         self._by_stage: dict[str, list[Hook]] = {}
         for stage, name, hook in _ORDER:
             if name in self.names:

@@ -57,6 +57,8 @@ class Plan:
     variant: str = ""
     #: Return a logprobs object even if none was requested.
     logprobs_always: bool = False
+    #: max_tokens was left out (or null): ``max_tokens`` is the default.
+    default_max_tokens: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +101,7 @@ def _plan(request: CompletionRequest, faults: ActiveFaults, *, streamed: bool) -
         max_tokens=request.max_tokens,
         stop=request.stop,
         echo=request.echo,
+        default_max_tokens="max_tokens" not in request.present,
     )
     return faults.fold("plan", plan)
 

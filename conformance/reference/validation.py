@@ -91,6 +91,8 @@ class CompletionRequest:
     suffix: str | None
     #: Fields the client sent with a non-null value.
     present: frozenset[str]
+    #: The prompt came as a list of prompts (strings or token arrays), not a single one.
+    prompt_list: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,7 +347,8 @@ def _build(body: Mapping[str, Any], default_model: str, refuse: Refuse) -> Compl
     """Read the (valid) fields; null means the default, as an absent field does."""
     given = {k: v for k, v in body.items() if v is not None}
     get = given.get
-    prompts, token_prompt = _prompts(get("prompt"), refuse)
+    raw_prompt = get("prompt")
+    prompts, token_prompt = _prompts(raw_prompt, refuse)
     stop = get("stop", ())
     options = get("stream_options") or {}
     return CompletionRequest(
@@ -365,6 +368,7 @@ def _build(body: Mapping[str, Any], default_model: str, refuse: Refuse) -> Compl
         seed=_optional_int(given, "seed"),
         suffix=get("suffix"),
         present=frozenset(k for k, v in body.items() if v is not None),
+        prompt_list=isinstance(raw_prompt, list) and not all(_is_int(p) for p in raw_prompt),
     )
 
 

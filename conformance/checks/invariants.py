@@ -1,0 +1,112 @@
+"""What must not change between two answers of the same prompt: usage across `n` and modes.
+
+Each rule compares an exchange with a related one the scenario sent beside it (the stream
+twin probe, scenarios.STREAM_TWIN): the same request with `n: 2`, and the same request
+streamed with ``include_usage``. Nothing here spends a request of its own.
+"""
+
+from __future__ import annotations
+
+from conformance.checks.common import choices_of, completion, declares, is_int
+from conformance.checks.tokens import USAGE_TEXT, include_usage
+from conformance.checks.views import answer, answer_of, by_index, usage_of
+from conformance.exchange import Exchange
+from conformance.requirements import Context, Level, Unsupported, Violation, requirement
+
+MUST, SHOULD = Level.MUST, Level.SHOULD
+#: The tag of the `n: 2` copy of the stream twin's non-streamed request.
+N_TWIN_TAG = "probe:n-twin"
+#: The tag of the streamed twin (checks.streaming.TWIN_TAG; repeated to keep imports light).
+STREAM_TWIN_TAG = "probe:stream-twin"
+
+
+def _declined(ctx: Context) -> bool:
+    status = ctx.exchange.status
+    return status is not None and 400 <= status < 500 and status != 429
+
+
+def _plain_twin(ctx: Context, tag: str) -> Exchange | None:
+    """The non-streamed n=1 answer the scenario sent beside this one, when it is a 200."""
+    if tag not in ctx.case.tags:
+        return None
+    for other in ctx.related:
+        body = other.json if other.status == 200 and not other.case.stream else None
+        if isinstance(body, dict) and other.case.n == 1:
+            return other
+    return None
+
+
+@requirement(
+    "USAGE-PROMPT-TOKENS-N",
+    level=MUST,
+    area="semantics",
+    statement="usage.prompt_tokens does not grow with `n`: an answer with two choices per "
+    "prompt counts the same prompt tokens as the one-choice answer to the same prompt. "
+    "MUST on the document's text: prompt_tokens is the number of tokens in the prompt, and "
+    "`n` asks for more completions of that one prompt.",
+    source=USAGE_TEXT + ".prompt_tokens (Number of tokens in the prompt); "
+    "CreateCompletionRequest.n (How many completions to generate for each prompt)",
+    evidence="spec-text",
+    scope=declares("n"),
+    applies=lambda ctx: (
+        ctx.case.n > 1
+        and _plain_twin(ctx, N_TWIN_TAG) is not None
+        and (completion(ctx) or _declined(ctx))
+    ),
+)
+def prompt_tokens_per_prompt(ctx: Context) -> None:
+    if _declined(ctx):
+        # Declining n > 1 is the target's choice; the rule then has nothing to judge.
+        raise Unsupported(f"the target declined n={ctx.case.n} ({ctx.exchange.status})")
+    twin = _plain_twin(ctx, N_TWIN_TAG)
+    assert twin is not None
+    once = (usage_of(twin.json) or {}).get("prompt_tokens")
+    counted = (usage_of(ctx.exchange.json) or {}).get("prompt_tokens")
+    if not (is_int(once) and is_int(counted)) or counted == once:
+        return  # a count that is not an integer is USAGE-TOTAL's finding
+    scaled = " (counted once per choice)" if once and counted == once * ctx.case.n else ""
+    raise Violation(
+        f"prompt_tokens is {counted} with n={ctx.case.n} but {once} for the same prompt "
+        f"with n=1{scaled}",
+        path="usage.prompt_tokens",
+        expected=once,
+        actual=counted,
+    )
+
+
+@requirement(
+    "STREAM-USAGE-MATCHES",
+    level=SHOULD,
+    area="streaming",
+    statement="With include_usage, the usage chunk counts the same completion_tokens as the "
+    "non-streamed answer to the same request when both generated the same text. SHOULD: "
+    "the document says the chunk shows the usage of the entire request, but two requests "
+    "are compared, and one text may be spelled by two token sequences.",
+    source="spec text: ChatCompletionStreamOptions.include_usage (the usage field on this "
+    "chunk shows the token usage statistics for the entire request); " + USAGE_TEXT,
+    evidence="spec-text",
+    scope=declares("stream_options"),
+    applies=lambda ctx: (
+        by_index(ctx) and include_usage(ctx) and _plain_twin(ctx, STREAM_TWIN_TAG) is not None
+    ),
+)
+def stream_usage_matches(ctx: Context) -> None:
+    twin = _plain_twin(ctx, STREAM_TWIN_TAG)
+    assert twin is not None
+    streamed = answer(ctx)
+    plain = answer_of(twin)
+    theirs = (plain.usage or {}).get("completion_tokens")
+    ours = (streamed.usage or {}).get("completion_tokens")
+    if not (is_int(theirs) and is_int(ours)) or ours == theirs:
+        return  # a missing or non-integer count is STREAM-USAGE's / USAGE-TOTAL's
+    texts = {c.get("index"): c.get("text") for c in choices_of(twin.json)}
+    same = [texts.get(c["index"]) == c.get("text") for _, c in streamed.choices]
+    if not same or not all(same) or len(same) != len(texts):
+        return  # different text is STREAM-MATCHES-NONSTREAM's; counts may differ with it
+    raise Violation(
+        f"the usage chunk counts {ours} completion tokens, the non-streamed answer to the "
+        f"same request {theirs}, for the same text",
+        path="usage.completion_tokens",
+        expected=theirs,
+        actual=ours,
+    )
