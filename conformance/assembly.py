@@ -88,10 +88,17 @@ def _check_generation(spec: Spec, settings: Settings) -> None:
 
 def assemble(setup: Setup) -> Assembled:
     """Build the run ``setup`` asks for; BadInput when it cannot start."""
+    from conformance import option_values
+
+    # Every option value first: bad input is one line before any request (option_values).
+    if bad := option_values.problem(setup):
+        raise BadInput(bad)
     try:
         spec = load_spec(setup.spec, strict=setup.strict_spec)
     except SpecError as exc:
         raise BadInput(str(exc)) from None
+    if bad := option_values.spec_problem(setup, spec):
+        raise BadInput(bad)
     settings = _checked(setup.settings)
     _check_generation(spec, settings)
     baseline = _load_baseline(setup.baseline) if setup.baseline else None
@@ -148,12 +155,9 @@ def assemble(setup: Setup) -> Assembled:
 
 
 def _checked(settings: Settings) -> Settings:
-    from conformance.requirements import REGISTRY, load_checks
+    from conformance.requirements import load_checks
 
-    load_checks()
-    unknown = (set(settings.checks) | set(settings.skip_checks)) - set(REGISTRY)
-    if unknown:
-        raise BadInput(f"unknown requirement ID(s): {', '.join(sorted(unknown))}")
+    load_checks()  # unknown IDs are option_values.problem's
     if settings.require_capabilities:
         try:
             from conformance import capabilities  # type: ignore[attr-defined,unused-ignore]  # noqa: F401
