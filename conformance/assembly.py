@@ -106,7 +106,14 @@ def assemble(setup: Setup) -> Assembled:
     if baseline is not None:
         from reports.baseline import check_baseline
 
-        this_run = {"spec": spec.name, "model": settings.model}
+        this_run = {
+            "spec": spec.name,
+            "model": settings.model,
+            "seed": settings.seed,
+            "max_examples": settings.max_examples,
+            "fuzz": settings.fuzz,
+            "suite_version": __version__,
+        }
         refused, baseline_warnings = check_baseline(this_run, baseline)
         if refused:
             raise BadInput(f"--baseline {setup.baseline}: {refused[0]}")
@@ -178,6 +185,9 @@ def _header(setup: Setup, spec: Spec, settings: Settings, target: str) -> dict[s
         "policies": registry(spec),
         "model": settings.model,
         "seed": settings.seed,
+        # What a --baseline taken from this run records it was taken with (reports.baseline).
+        "max_examples": settings.max_examples,
+        "fuzz": settings.fuzz,
         "concurrency": settings.concurrency,
         "started": time.time(),
     }
