@@ -1,13 +1,11 @@
-"""Prototype, not merged: ``strategies.draw`` without a Hypothesis test run per value.
+"""For comparison only: ``strategies.draw`` through Hypothesis internals.
 
-``strategies/_draw.py`` draws each value in a one-off ``@given`` run (two examples, the
-first, simplest one thrown away). Setting up that run costs about twice the draw itself.
-This prototype draws each value straight from a ``ConjectureData`` fed by
-``random.Random(seed)``: the same strategy, the same Hypothesis choice provider, one
-draw, the same per-value seeds (so draws stay independent, reproducible and
-prefix-stable), about 3x less CPU. It uses two Hypothesis internals (``ConjectureData``,
-``BuildContext``), so it falls back to the current way when they are missing or the draw
-is rejected.
+``strategies/_draw.py`` draws each value in a ``@given`` run of two examples (the first,
+simplest one draws nothing), Hypothesis's public API. The suite once drew each value
+straight from a ``ConjectureData`` fed by ``random.Random(seed)`` instead: the same
+strategy, the same per-value seeds, less CPU, but two Hypothesis internals
+(``ConjectureData``, ``BuildContext``) that another Hypothesis may change. It was
+replaced (issue 19); this copy lets the benchmarks measure what the public way costs.
 
 The benchmarks load it as a pytest plugin (``-p _fastdraw`` with ``benchmarks/`` on
 PYTHONPATH) to measure what the change would give; nothing in the suite imports it.
@@ -33,23 +31,23 @@ def one(strategy: Any, seed_value: int) -> Any:
     import strategies._draw as current
 
     if ConjectureData is None:
-        return current._original_one(strategy, seed_value)
+        return current._original_draw_one(strategy, seed_value)
     data = ConjectureData(random=random.Random(seed_value))
     try:
         with BuildContext(data, is_final=False, wrapped_test=one):
             return data.draw(strategy)
     except (StopTest, TypeError):
-        # Rejected draw (filters, size) or an incompatible Hypothesis: the current way.
-        return current._original_one(strategy, seed_value)
+        # Rejected draw (filters, size) or an incompatible Hypothesis: the public way.
+        return current._original_draw_one(strategy, seed_value)
 
 
 def install() -> None:
     """Make ``strategies.draw`` use ``one`` (idempotent)."""
     import strategies._draw as current
 
-    if not hasattr(current, "_original_one"):
-        current._original_one = current._one  # type: ignore[attr-defined]
-        current._one = one  # type: ignore[assignment]
+    if not hasattr(current, "_original_draw_one"):
+        current._original_draw_one = current.draw_one  # type: ignore[attr-defined]
+        current.draw_one = one  # type: ignore[assignment]
 
 
 def pytest_configure(config: Any) -> None:

@@ -97,11 +97,18 @@ def _check_generation(spec: Spec, settings: Settings) -> None:
 
 def assemble(setup: Setup) -> Assembled:
     """Build the run ``setup`` asks for; BadInput when it cannot start."""
+    from conformance import option_values
+
+    # Every option value first: bad input is one line before any request (option_values).
+    if bad := option_values.problem(setup):
+        raise BadInput(bad)
     fetch = Fetch(setup.api_key, setup.headers, setup.limits, setup.target_url)
     try:
         spec = load_spec(setup.spec, strict=setup.strict_spec, fetch=fetch)
     except SpecError as exc:
         raise BadInput(str(exc)) from None
+    if bad := option_values.spec_problem(setup, spec):
+        raise BadInput(bad)
     settings = _checked(setup.settings)
     _check_generation(spec, settings)
     baseline = _load_baseline(setup.baseline) if setup.baseline else None
@@ -109,7 +116,14 @@ def assemble(setup: Setup) -> Assembled:
     if baseline is not None:
         from reports.baseline import check_baseline
 
-        this_run = {"spec": spec.name, "model": settings.model}
+        this_run = {
+            "spec": spec.name,
+            "model": settings.model,
+            "seed": settings.seed,
+            "max_examples": settings.max_examples,
+            "fuzz": settings.fuzz,
+            "suite_version": __version__,
+        }
         refused, baseline_warnings = check_baseline(this_run, baseline)
         if refused:
             raise BadInput(f"--baseline {setup.baseline}: {refused[0]}")
@@ -164,12 +178,9 @@ def assemble(setup: Setup) -> Assembled:
 
 
 def _checked(settings: Settings) -> Settings:
-    from conformance.requirements import REGISTRY, load_checks
+    from conformance.requirements import load_checks
 
-    load_checks()
-    unknown = (set(settings.checks) | set(settings.skip_checks)) - set(REGISTRY)
-    if unknown:
-        raise BadInput(f"unknown requirement ID(s): {', '.join(sorted(unknown))}")
+    load_checks()  # unknown IDs are option_values.problem's
     if settings.require_capabilities:
         try:
             from conformance import capabilities  # type: ignore[attr-defined,unused-ignore]  # noqa: F401
@@ -196,6 +207,9 @@ def _header(setup: Setup, spec: Spec, settings: Settings, target: str) -> dict[s
         ],
         "model": settings.model,
         "seed": settings.seed,
+        # What a --baseline taken from this run records it was taken with (reports.baseline).
+        "max_examples": settings.max_examples,
+        "fuzz": settings.fuzz,
         "concurrency": settings.concurrency,
         "started": time.time(),
     }

@@ -177,7 +177,7 @@ def headers(values: list[str]) -> tuple[tuple[str, str], ...]:
     for value in values:
         name, sep, rest = value.partition(":")
         if not sep or not name.strip():
-            raise pytest.UsageError(f"--header {value!r}: expected 'Name: value'")
+            raise pytest.UsageError(f"conformance: --header {value!r}: expected 'Name: value'")
         out.append((name.strip(), rest.strip()))
     return tuple(out)
 
@@ -185,7 +185,9 @@ def headers(values: list[str]) -> tuple[tuple[str, str], ...]:
 def parse_shard(value: str) -> tuple[int, int]:
     k, sep, n = value.partition("/")
     if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
-        raise pytest.UsageError(f"conformance: --shard {value!r}: expected K/N with 1 <= K <= N")
+        raise pytest.UsageError(
+            f"conformance: --shard {value!r}: expected K/N with 1 <= K <= N (e.g. 2/3)"
+        )
     return int(k), int(n)
 
 
@@ -198,8 +200,7 @@ def setup_from(config: pytest.Config) -> Setup:
     opt = config.option
     if opt.shard:
         parse_shard(opt.shard)
-    if opt.concurrency < 1:
-        raise pytest.UsageError(f"conformance: --concurrency {opt.concurrency}: expected >= 1")
+    # Every other value is checked by assembly.assemble (option_values), runner-agnostic.
     if opt.target_url and not opt.model:
         raise pytest.UsageError("conformance: --model is required with --target-url")
     settings = Settings(
@@ -215,7 +216,7 @@ def setup_from(config: pytest.Config) -> Setup:
         skip_checks=csv(opt.skip_checks),
         concurrency=opt.concurrency,
         require_capabilities=csv(opt.require_capabilities),
-        fuzz=max(0, opt.fuzz),
+        fuzz=opt.fuzz,
     )
     limits = Limits(
         ttfb=opt.request_timeout,

@@ -9,13 +9,13 @@ earlier runs (``--baseline``) can be merged into one verdict.
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from conformance.case import Case
 from conformance.exchange import Exchange, SSEEvent
+from conformance.fingerprint import fingerprint, request_class
 from conformance.latency import percentile
 from conformance.requirements import Context, Level, Requirement, Unsupported, Violation
 from conformance.spec import Spec
@@ -30,25 +30,11 @@ EXCERPT_CHARS = 2000
 VALUE_CHARS = 500
 TRANSCRIPT_EVENTS = 40
 
-# Indexes in a JSON path (``choices[3]``, ``event[12]``) vary from run to run with the
-# answer's length, not with the defect: a fingerprint replaces them with ``[*]``.
-_INDEX = re.compile(r"\[\d+\]")
-# Numbers and quoted text in a case label (``token prompt (3 ids)``, ``stop='foo'``)
-# depend on the draw, not on the shape of the request.
-_LABEL_NUMBER = re.compile(r"\d+")
-_LABEL_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
-
-
-def normalise_path(path: str | None) -> str:
-    """``choices[1].logprobs.text_offset[3]`` -> ``choices[*].logprobs.text_offset[*]``."""
-    return _INDEX.sub("[*]", path or "")
-
 
 def case_key(case: Case) -> str:
-    """The part of a fingerprint that names the case: its rule, else its label's shape."""
-    if case.breaks:
-        return case.breaks
-    return _LABEL_QUOTED.sub("…", _LABEL_NUMBER.sub("#", case.label or case.mode))
+    """The part of a fingerprint that names the request: its class, never its label
+    (conformance.fingerprint.request_class)."""
+    return request_class(case)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +43,7 @@ class Finding:
 
     ``outcome`` is ``passed``, ``failed``, ``unsupported`` (a capability declined with a
     proper 4xx) or ``error`` (the check itself raised: a defect of the suite, which fails
-    the run). ``case`` is the case key (:func:`case_key`); ``path`` the JSON path or event
+    the run). ``case`` is the request's class (:func:`case_key`); ``path`` the JSON path or event
     index the finding is about, when the check said.
     """
 
@@ -72,8 +58,9 @@ class Finding:
 
     @property
     def fingerprint(self) -> str:
-        """What stays the same when the same defect is found again: requirement, case, path."""
-        return f"{self.requirement}|{self.case}|{normalise_path(self.path)}"
+        """What stays the same when the same defect is found again (conformance.fingerprint):
+        requirement, request class, normalised path and message."""
+        return fingerprint(self.requirement, self.case, self.path, self.message)
 
 
 def judged_case(spec: Spec, case: Case) -> Case:

@@ -15,7 +15,11 @@ How the plugin's ``--baseline FILE`` uses it (the plugin owns the option and the
 5. ``results.meta["baseline"] = diff.to_json() | {"file": str(FILE)}`` so that every report
    shows the lists.
 
-A fingerprint is ``REQUIREMENT|case|path`` (conformance.results.Finding.fingerprint).
+A fingerprint is ``REQUIREMENT|request class|path|message`` (conformance.fingerprint): it
+names a defect, not the generated request that showed it, so a baseline keeps its defects
+known at another ``--seed`` or ``--max-examples``. What the baseline was taken with (seed,
+example count, suite version) is compared and a difference is one warning line; a
+baseline of an older suite, whose fingerprints named generated requests, is refused.
 A requirement "fails" here when at least one exchange failed it, whatever its level; the
 level filter belongs to the verdict, not to the diff.
 """
@@ -26,7 +30,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.fingerprint import is_current
 from conformance.results import Results, Tally
+
+#: What a run was taken with that changes which requests it sends (Results.meta keys), with
+#: the option that sets each: a baseline that differs is still used, with a warning.
+TAKEN_WITH = (
+    ("seed", "--seed"),
+    ("max_examples", "--max-examples"),
+    ("fuzz", "--fuzz"),
+    ("suite_version", "suite version"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,4 +147,30 @@ def check_baseline(
             severity.append(
                 f"the baseline was recorded with {key} {before!r}, this run uses {mine!r}"
             )
+    old = sorted(
+        {f for t in baseline.tallies.values() for f in t.fingerprints if not is_current(f)}
+    )
+    if old:
+        # Refused, not compared coarsely: those fingerprints named generated requests, so
+        # every failure would be "new" (a red gate for nothing) and a per-requirement
+        # comparison would hide new defects of requirements that already failed.
+        errors.append(
+            f"its fingerprints are of an older suite (e.g. {old[0]!r}): re-take the baseline "
+            "with this version (run once without --baseline and keep its results.json)"
+        )
+    if differs := taken_with_differences(results_meta, theirs):
+        warnings.append(
+            f"the baseline was taken with {differs}: its defects are matched by fingerprint, "
+            "but requests it never drew may find more"
+        )
     return errors, warnings
+
+
+def taken_with_differences(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> str:
+    """``seed 0 (this run: 1), --max-examples 10 (this run: 20)``, or empty."""
+    parts = []
+    for key, option in TAKEN_WITH:
+        now, before = mine.get(key), theirs.get(key)
+        if now is not None and before is not None and now != before:
+            parts.append(f"{option} {before} (this run: {now})")
+    return ", ".join(parts)

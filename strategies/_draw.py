@@ -1,94 +1,95 @@
-"""Turn a strategy into a reproducible list of values without running a Hypothesis test.
+"""Turn a strategy into a reproducible list of values, through Hypothesis's public API only.
 
 Each value is an independent random draw. A plain ``@given`` run is a bug hunter, not a
 sampler: it starts from the simplest example, grows examples slowly and mutates earlier
 ones, so a short run repeats the same prompt form or parameter many times in a row. Here
-each value comes from its own one-off run, seeded from ``seed_value`` and the value's
-index: the run's first example is always the simplest one and is skipped, and a random
-"salt" integer is drawn first so that the second example is novel through the salt
-alone, every draw after it random.
+each value comes from its own two-example ``@given`` run, seeded with ``@seed`` from the
+run's seed and the value's index: the first example of every run is the simplest one,
+whose "salt" is 0 and which draws nothing; the second is random from its first choice on.
+That is the idiom schemathesis uses to draw examples outside a test
+(``generation/hypothesis/examples.py``: ``@given`` + ``@seed`` + generate-phase settings).
+
+What "same seed, same requests" rests on: the seed, the Hypothesis version (a new version
+may draw differently; tests/test_draw_determinism.py pins it across processes), and the
+literals of the *local* modules loaded at the time (Hypothesis mixes string and number
+constants of non-installed modules into its draws now and then; from an installed suite
+none of ours are local; from a checkout the same command loads the same modules). The
+suite used to switch those constants off through a private attribute; that is gone.
 """
 
 from __future__ import annotations
 
-import random
+import threading
+from collections.abc import Callable
 from typing import Any, TypeVar
 
-from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
-from hypothesis.strategies import SearchStrategy
-
-try:
-    from hypothesis.control import BuildContext
-    from hypothesis.errors import StopTest
-    from hypothesis.internal.conjecture.data import ConjectureData
-
-    _INTERNALS = True
-except ImportError:  # pragma: no cover - another Hypothesis: the public way only
-    _INTERNALS = False
-try:
-    from hypothesis.internal.conjecture.providers import Constants  # type: ignore[attr-defined]
-    from hypothesis.internal.floats import float_to_int
-    from sortedcontainers import SortedSet  # type: ignore[import-untyped]
-
-    # Hypothesis mixes in string and number literals of the modules loaded so far (its
-    # "local constants"): the same seed would draw differently once one more module of
-    # ours is imported. The suite's draws must depend on the seed alone.
-    _NO_LOCAL_CONSTANTS: Any = Constants(
-        integers=SortedSet(),
-        floats=SortedSet(key=float_to_int),
-        bytes=SortedSet(),
-        strings=SortedSet(),
-    )
-except ImportError:  # pragma: no cover - another Hypothesis: nothing to switch off
-    _NO_LOCAL_CONSTANTS = None
+from hypothesis.strategies import DataObject, SearchStrategy
 
 T = TypeVar("T")
 # Spreads the per-value seeds of different seed_values apart (a large prime).
-_SEED_STRIDE = 1_000_003
+SEED_STRIDE = 1_000_003
+_SALT = st.integers(0, 2**62)
 _SETTINGS = settings(
-    max_examples=2,
-    database=None,
-    phases=[Phase.generate],
+    max_examples=2,  # the simplest example (skipped) and one random one
+    database=None,  # no example database: a draw depends on the seed alone
+    phases=[Phase.generate],  # no explicit examples, no replay, no shrinking
     deadline=None,
+    derandomize=False,  # the seed is given per value (@seed)
     suppress_health_check=list(HealthCheck),
+    verbosity=Verbosity.quiet,
 )
 
 
-def _one(strategy: SearchStrategy[T], seed_value: int) -> T:
-    """One random value of ``strategy`` for ``seed_value``.
+class CannotDraw(Exception):
+    """Hypothesis found no value of the strategy for this seed (every draw was rejected)."""
 
-    Drawn straight from a ConjectureData fed by a seeded Random: setting up a one-off
-    ``@given`` run per value costs about twice the draw itself (benchmarks/RESULTS.md).
-    Those are Hypothesis internals, so a rejected draw or another Hypothesis falls back
-    to the public way.
+
+class _Drawer(threading.local):
+    """One ``@given`` test per thread, run once per value with that value's ``@seed``.
+
+    Built once per thread, not per value (building it costs as much as a draw); one per
+    thread because ``@seed`` is set on the test function, so two threads must not share
+    one. Hypothesis runs tests in several threads at once since 6.136.
     """
-    if _INTERNALS:
-        data = ConjectureData(random=random.Random(seed_value))
-        if _NO_LOCAL_CONSTANTS is not None:
-            vars(data.provider)["_local_constants"] = _NO_LOCAL_CONSTANTS
+
+    def __init__(self) -> None:
+        self.strategy: SearchStrategy[Any] | None = None
+        self.drawn: list[Any] = []
+
+        @_SETTINGS
+        @given(_SALT, st.data())
+        def collect(salt: int, data: DataObject) -> None:
+            if salt and self.strategy is not None:  # salt 0: the simplest example
+                self.drawn.append(data.draw(self.strategy))
+
+        self.collect: Callable[[], None] = collect
+
+    def one(self, strategy: SearchStrategy[T], seed_value: int) -> list[T]:
+        """The value for ``seed_value`` (a list of one), or an empty list."""
+        self.strategy, self.drawn = strategy, []
         try:
-            with BuildContext(data, is_final=False, wrapped_test=_one):
-                value: T = data.draw(strategy)
-                return value
-        except (StopTest, TypeError):
-            pass
-    return _one_via_given(strategy, seed_value)
+            seed(seed_value)(self.collect)()
+            return self.drawn[-1:]
+        finally:
+            self.strategy, self.drawn = None, []
 
 
-def _one_via_given(strategy: SearchStrategy[T], seed_value: int) -> T:
-    """One random value of ``strategy`` for ``seed_value``, through a Hypothesis test."""
-    seen: list[tuple[int, Any]] = []
+_DRAWER = _Drawer()
 
-    @seed(seed_value)
-    @_SETTINGS
-    @given(st.tuples(st.integers(1, 2**62), strategy))
-    def collect(salted: tuple[int, T]) -> None:
-        seen.append(salted)
 
-    collect()
-    value: T = seen[-1][1]
-    return value
+def draw_one(strategy: SearchStrategy[T], seed_value: int) -> T:
+    """One random value of ``strategy`` for ``seed_value``; CannotDraw when none can be."""
+    found = _DRAWER.one(strategy, seed_value)
+    if not found:
+        raise CannotDraw(f"no value drawn for seed {seed_value}: every draw was rejected")
+    return found[0]
+
+
+def draw_some(strategy: SearchStrategy[T], seed_values: range) -> list[T]:
+    """A value for each seed that yields one (a strategy that may reject: schemathesis's)."""
+    return [value for s in seed_values for value in _DRAWER.one(strategy, s)]
 
 
 def draw(
@@ -103,4 +104,4 @@ def draw(
     retry) and no example database.
     """
     k, n = part
-    return [_one(strategy, seed_value * _SEED_STRIDE + index) for index in range(k, count, n)]
+    return [draw_one(strategy, seed_value * SEED_STRIDE + index) for index in range(k, count, n)]

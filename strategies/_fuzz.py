@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import random
 from typing import Any
 
 from conformance.case import Case
@@ -21,6 +20,7 @@ from conformance.spec import Spec
 from conformance.validation import corrected_document
 from strategies._cases import build_case, oracle_rules
 from strategies._describe import describe, request_tags
+from strategies._draw import SEED_STRIDE, draw_some
 from strategies._requests import MAX_CHOICES, MAX_N
 
 # Share of the N cases taken from schemathesis's coverage phase (the rest: fuzzing).
@@ -64,10 +64,9 @@ def _coverage_bodies(operation: Any, limit: int) -> list[Any]:
 
 
 def _fuzzed_bodies(operation: Any, count: int, seed: int) -> list[Any]:
-    """Bodies from schemathesis's positive and negative strategies, alternately."""
-    from hypothesis.control import BuildContext
-    from hypothesis.errors import StopTest, UnsatisfiedAssumption
-    from hypothesis.internal.conjecture.data import ConjectureData
+    """Bodies from schemathesis's positive and negative strategies, alternately, each drawn
+    like the suite's own requests (strategies._draw: Hypothesis's public API, one seed per
+    index); a draw schemathesis rejects throughout is left out."""
     from schemathesis import GenerationMode
 
     strategies = [operation.as_strategy(generation_mode=mode) for mode in GenerationMode]
@@ -75,12 +74,9 @@ def _fuzzed_bodies(operation: Any, count: int, seed: int) -> list[Any]:
     for index in range(count * 4):
         if len(bodies) >= count:
             break
-        data = ConjectureData(random=random.Random(seed * 1_000_003 + index))
-        try:
-            with BuildContext(data, is_final=False, wrapped_test=_fuzzed_bodies):
-                bodies.append(data.draw(strategies[index % len(strategies)]).body)
-        except (StopTest, UnsatisfiedAssumption):
-            continue
+        strategy = strategies[index % len(strategies)]
+        one = seed * SEED_STRIDE + index
+        bodies += [case.body for case in draw_some(strategy, range(one, one + 1))]
     return bodies
 
 
@@ -102,6 +98,12 @@ def _within_caps(body: Any, model: str, max_tokens: int) -> Any:
 
 
 def _case(spec: Spec, body: Any, index: int) -> Case | None:
+    if isinstance(body, bytes):  # negative mode's raw body: sent as is, it is not JSON
+        try:
+            body = json.loads(body)
+        except ValueError:
+            label = f"fuzz #{index}: body {body[:40]!r}"
+            return Case({}, "invalid", label, "fuzz: body:json", raw_body=body)
     try:
         raw = json.dumps(body, allow_nan=False).encode()
     except (TypeError, ValueError):

@@ -11,6 +11,7 @@ import pytest
 
 from conformance.case import Case
 from conformance.exchange import Exchange, Headers
+from conformance.fingerprint import normalise_path
 from conformance.requirements import (
     REGISTRY,
     Context,
@@ -25,7 +26,6 @@ from conformance.results import (
     Results,
     case_key,
     evaluate,
-    normalise_path,
 )
 from conformance.spec import load_spec
 from reports.baseline import check_baseline, compare_to_baseline
@@ -68,18 +68,20 @@ def test_paths_are_normalised(path: str | None, normal: str) -> None:
     assert normalise_path(path) == normal
 
 
-def test_fingerprint_names_requirement_case_and_path() -> None:
-    a = Finding("RESP-SCHEMA", "failed", "x", path="choices[3].text", case="text prompt")
-    b = Finding("RESP-SCHEMA", "failed", "other words", path="choices[0].text", case="text prompt")
-    c = Finding("RESP-SCHEMA", "failed", "x", path="choices[3].index", case="text prompt")
-    assert a.fingerprint == b.fingerprint == "RESP-SCHEMA|text prompt|choices[*].text"
+def test_fingerprint_names_requirement_request_class_path_and_what_was_wrong() -> None:
+    a = Finding("RESP-SCHEMA", "failed", "3 is not a 'string'", path="choices[3].text", case="s")
+    b = Finding("RESP-SCHEMA", "failed", "7 is not a 'string'", path="choices[0].text", case="s")
+    c = Finding("RESP-SCHEMA", "failed", "3 is not a 'string'", path="choices[3].index", case="s")
+    d = Finding("RESP-SCHEMA", "failed", "'text' is required", path="choices[3].text", case="s")
+    assert a.fingerprint == b.fingerprint == "RESP-SCHEMA|s|choices[*].text|# is not a …"
     assert a.fingerprint != c.fingerprint  # another field is another defect
+    assert a.fingerprint != d.fingerprint  # another way of being wrong, too
 
 
-def test_case_key_is_the_rule_else_the_shape_of_the_label() -> None:
-    assert case_key(_exchange(breaks="n-maximum").case) == "n-maximum"
-    assert case_key(_exchange("token prompt (3 ids), n=2").case) == "token prompt (# ids), n=#"
-    assert case_key(_exchange("stop probe: stop='seven'").case) == "stop probe: stop=…"
+def test_case_key_is_the_request_class_never_the_label() -> None:
+    assert case_key(_exchange(breaks="n-maximum").case) == "invalid:n-maximum"
+    assert case_key(_exchange("token prompt (3 ids), n=2").case) == "non-stream"
+    assert case_key(_exchange("stop probe: stop='seven'").case) == "non-stream"
 
 
 def test_evaluate_reads_path_expected_actual_from_the_violation() -> None:
@@ -96,7 +98,9 @@ def test_evaluate_reads_path_expected_actual_from_the_violation() -> None:
         ["stop"],
         "eos",
     )
-    assert finding.fingerprint == "X-ENUM|text prompt, n=#|choices[*].finish_reason"
+    assert finding.fingerprint == (
+        "X-ENUM|non-stream|choices[*].finish_reason|finish_reason is not in the enum"
+    )
     results = Results.for_requirements([req])
     results.record(_exchange(), [finding])
     (example,) = results.tallies["X-ENUM"].examples
@@ -138,7 +142,7 @@ def test_a_check_that_raises_is_an_error_finding_not_a_lost_batch(
     assert outcomes == {"FINE": "passed", "TEST-BROKEN": "error", "FAILS": "failed"}
     error = next(f for f in findings if f.outcome == "error")
     assert "TypeError" in error.message and "judge_broken" in error.message
-    assert error.case == "text prompt, n=#"  # attributed to the exchange's case
+    assert error.case == "non-stream"  # attributed to the exchange's case
 
     results = Results.for_requirements([fine, broken_check, failing])
     results.record(_exchange(), findings)
@@ -195,11 +199,11 @@ def test_examples_are_one_per_fingerprint_and_fingerprints_are_bounded() -> None
 def test_merge_unions_fingerprints_and_dedupes_examples() -> None:
     a, b = Results.for_requirements([_req("R")]), Results.for_requirements([_req("R")])
     a.record(_exchange(), [Finding("R", "failed", "x", path="a[1]")])
-    b.record(_exchange(), [Finding("R", "failed", "y", path="a[2]")])
+    b.record(_exchange(), [Finding("R", "failed", "x", path="a[2]")])
     b.record(_exchange(), [Finding("R", "failed", "z", path="b")])
     a.merge(b)
     tally = a.tallies["R"]
-    assert tally.fingerprints == ["R|text prompt, n=#|a[*]", "R|text prompt, n=#|b"]
+    assert tally.fingerprints == ["R|non-stream|a[*]|x", "R|non-stream|b|z"]
     assert [ex["message"] for ex in tally.examples] == ["x", "z"]
     again = Results.from_json(json.loads(a.dumps()))
     assert again.tallies["R"].fingerprints == tally.fingerprints
@@ -221,8 +225,8 @@ def test_a_new_field_of_a_known_failing_requirement_fails_the_gate() -> None:
     baseline = _run("choices[0].text")
     current = _run("choices[4].text", "usage.total_tokens")
     diff = compare_to_baseline(current, baseline)
-    assert diff.known == ("RESP-SCHEMA|text prompt, n=#|choices[*].text",)
-    assert diff.new == ("RESP-SCHEMA|text prompt, n=#|usage.total_tokens",)
+    assert diff.known == ("RESP-SCHEMA|non-stream|choices[*].text|bad",)
+    assert diff.new == ("RESP-SCHEMA|non-stream|usage.total_tokens|bad",)
     assert diff.new_failures == ("RESP-SCHEMA",)
     assert schema_errors({**current.to_json(), "meta": {"baseline": diff.to_json()}}) == []
 
@@ -231,7 +235,7 @@ def test_known_fingerprints_only_pass_the_gate_and_fixed_are_listed() -> None:
     baseline = _run("choices[0].text", "usage.total_tokens")
     diff = compare_to_baseline(_run("choices[7].text"), baseline)
     assert diff.new_failures == () and diff.new == ()
-    assert diff.fixed == ("RESP-SCHEMA|text prompt, n=#|usage.total_tokens",)
+    assert diff.fixed == ("RESP-SCHEMA|non-stream|usage.total_tokens|bad",)
 
 
 def test_more_failures_than_the_cap_count_as_new() -> None:

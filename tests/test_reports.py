@@ -329,10 +329,10 @@ def test_baseline_known_new_fixed() -> None:
     current = _tallied(A="failed", B="passed", C="failed", D="passed")
     diff = compare_to_baseline(current, baseline)
     assert diff == BaselineDiff(
-        known=("A|gen|",),
-        new=("C|gen|",),
-        fixed=("B|gen|",),
-        unverified=("E|gen|",),
+        known=("A|non-stream||why",),
+        new=("C|non-stream||why",),
+        fixed=("B|non-stream||why",),
+        unverified=("E|non-stream||why",),
         new_failures=("C",),
     )
     assert diff.to_json()["new_failures"] == ["C"]

@@ -227,7 +227,7 @@ def test_merge_gates_on_baseline_fingerprints(tmp_path: Path) -> None:
     known = _write(tmp_path, [_failing_shard(1, "choices[3].text"), _shard(2), _shard(3)])
     assert merge_main([*known, "--report-dir", out, "--baseline", str(baseline)]) == 0
     data = json.loads((tmp_path / "out" / "results.json").read_text())
-    assert data["meta"]["baseline"]["known"] == ["RESP-SCHEMA|text prompt|choices[*].text"]
+    assert data["meta"]["baseline"]["known"] == ["RESP-SCHEMA|non-stream|choices[*].text|bad"]
     new = _write(tmp_path, [_failing_shard(1, "usage.total_tokens"), _shard(2), _shard(3)])
     assert merge_main([*new, "--report-dir", out, "--baseline", str(baseline)]) == 1
     data = json.loads((tmp_path / "out" / "results.json").read_text())
