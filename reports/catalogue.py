@@ -60,7 +60,7 @@ def render_catalogue() -> str:
         f"{len(requirements)} requirements ({'; '.join(counts)}). A MUST failure fails the "
         "run; a SHOULD failure fails it only with `--strict-should`; a CAPABILITY the target "
         "declines with a proper 4xx is not a failure (see docs/design.md, "
-        '"Requirement levels and evidence tiers"). IDs are stable: reports, baselines and "
+        '"Requirement levels and evidence tiers"). IDs are stable: reports, baselines and '
         "`--checks` / `--skip-checks` refer to them.",
         "",
         "A requirement's level follows the evidence the judged document gives, so it is "

@@ -534,6 +534,7 @@ def _stream_logprobs_cumulative(items: Items, ctx: StreamContext) -> Items:
             choice["logprobs"] = copy.deepcopy(seen)
     return out
 
+
 # --- usage across `n` and modes (checks.invariants) --------------------------------------
 
 
