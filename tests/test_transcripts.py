@@ -306,3 +306,52 @@ def test_misattributed_findings_are_marked_in_their_why(name: str) -> None:
     rid = MISATTRIBUTED[name]
     assert rid in data["expect_failed"]
     assert data["why"][rid].startswith("# misattribution"), data["why"][rid]
+
+
+def test_record_by_hand_saves_each_answer_as_a_recorded_transcript(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Requests sent in order to a served target are saved with a `recorded` provenance."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import record_by_hand
+
+    class Dying(BaseHTTPRequestHandler):
+        alive = True
+
+        def do_POST(self) -> None:  # the first list prompt "kills" it, like mlx-lm
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if isinstance(body.get("prompt"), list):
+                Dying.alive = False
+            status, payload = (200, b'{"ok": true}') if Dying.alive else (404, b'{"error": "dead"}')
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Dying)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        bodies = []
+        for i, prompt in enumerate(["a", ["a"], "a"]):
+            bodies.append(tmp_path / f"{i}.json")
+            bodies[-1].write_text(json.dumps({"model": "m", "prompt": prompt, "max_tokens": 1}))
+        monkeypatch.setenv("CONFORMANCE_API_KEY", KEY)
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        argv = [url, str(tmp_path / "out"), *map(str, bodies), "--server", "stub 1"]
+        assert record_by_hand.main([*argv, "--family", "stub", "--label", "kill"]) == 0
+    finally:
+        server.shutdown()
+        server.server_close()
+    saved = sorted((tmp_path / "out").glob("*.json"))
+    statuses = [transcript.load(p)["response"]["status"] for p in saved]
+    assert statuses == [200, 404, 404]
+    data = transcript.load(saved[-1])
+    assert not transcript.provenance_problems(data)
+    assert data["request"]["headers"]["Authorization"] == "Bearer [REDACTED]"
+    assert KEY not in json.dumps(data)

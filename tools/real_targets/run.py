@@ -4,7 +4,8 @@
 
 Installs or builds each server into a work folder outside the repository (default
 ``/tmp/real-targets``, or ``$REAL_TARGETS_DIR``; cached there, so a second run is fast),
-writes a tiny random-weight GGUF model (tiny_model.py), starts each server on a free port
+writes a tiny random-weight GGUF model (tiny_model.py; the same model in Hugging Face format,
+tiny_hf_model.py, for mlx-lm and FastChat), starts each server on a free port
 of 127.0.0.1, runs ``pytest conformance`` against it with each spec profile that makes
 sense, stops it (always, with bounded waits), and compares the runs with
 ``conformance-compare`` (HTML and Markdown matrix). Nothing reaches beyond 127.0.0.1 at
