@@ -185,7 +185,8 @@ def run(args: list[str]) -> int:
     import pytest
 
     fixed = ["--pyargs", "conformance", "-p", "no:cacheprovider", *UNUSED_PLUGINS]
-    return int(pytest.main([*fixed, *ALREADY_IMPORTED, *ours, *theirs]))
+    # Ours last: of pytest's -W filters the last given wins (a user's "-W error" included).
+    return int(pytest.main([*fixed, *ours, *theirs, *ALREADY_IMPORTED]))
 
 
 def _serve(args: list[str]) -> int:
