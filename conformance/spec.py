@@ -1,20 +1,25 @@
-"""The contract: one vendored OpenAPI document, loaded, resolved and corrected by errata.
+"""The contract: one OpenAPI document, loaded, resolved and corrected by errata.
 
 (Over 500 lines: loading and the errata stay together, since each erratum's detection
 and fix read the same extracted schemas; the policies live in conformance/policies.py.)
 
-A :class:`Spec` is built once per run. It inlines every ``$ref`` once, finds the
-``POST /v1/completions`` operation and exposes what the strategies and checks need: the
-request schema, the JSON and event-stream response schemas, the error schema, declared
-status codes, required response headers and the security scheme. Validators are compiled
-once here, never per response.
+A :class:`Spec` is built once per run from a vendored document, a path or a URL
+(conformance/spec_source.py reads and caches it). It finds the completions operation
+where OpenAPI puts it, a server URL's path followed by a path key (``/v1`` +
+``/completions`` in OpenAI's document), inlines the ``$ref`` of that operation only, and
+exposes what the strategies and checks need: the request schema, the JSON and
+event-stream response schemas, the error schema, declared status codes, required
+response headers and the security scheme. Validators are compiled once here, never per
+response.
 
-Both vendored documents have real defects (see specs/README.md). Each erratum is named
+The vendored documents have real defects (see specs/README.md). Each erratum is named
 after its defect, detected in the document itself (so a spec given by path gets them
 too) and applied only where the defect is present, as a schema transformation; it is
 recorded in ``Spec.errata``. The suite's own interpretations are policies
 (conformance/policies.py, ``Spec.policies``). ``strict=True`` (``--strict-spec``) switches
-both off: the document as written.
+both off: the document as written. Conventions (``Spec.conventions``: FastAPI's raw
+stream schema, its automatic 422, a document listing no 4xx) are how a document's
+tooling says things; they correct nothing and stay on.
 """
 
 from __future__ import annotations

@@ -201,3 +201,16 @@ def test_a_document_with_default_or_4xx_range_declares_client_errors(tmp_path: P
         spec = load_spec(str(path))
         assert NO_4XX not in _ids(spec) and spec.declares_client_errors
         assert "HTTP-4XX-DECLARED" not in failed(judge(spec, exchange(400, b"{}")))
+
+
+def test_a_whole_run_under_the_fastapi_document_passes_on_a_conformant_target() -> None:
+    """The issue's case: 21 of 21 streams failed STREAM-CHUNK-SCHEMA under FastAPI's
+    `type: string` stream schema; now the conformant embedded target passes."""
+    from conformance.assembly import Setup, run_suite
+    from conformance.engine import Settings
+
+    outcome = run_suite(Setup(settings=Settings(max_examples=2), spec=str(FIXTURE)))
+    assert outcome.verdict.word == "passed", outcome.verdict.reasons
+    assert outcome.results.tallies["STREAM-CHUNK-SCHEMA"].checked > 0
+    conventions = [c["id"] for c in outcome.results.meta["conventions"]]
+    assert conventions == [STREAM_STRING, FASTAPI_422, NO_4XX]
