@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from conformance import __version__
 from conformance.client import Client, Limits, Pacer, RetryPolicy
-from conformance.engine import Played, Run, Settings, execute, no_verdict_reason
+from conformance.engine import Played, Run, Settings, execute, no_verdict_reason, record_of
+from conformance.exceptions import ConformanceError
 from conformance.policies import registry
 from conformance.preflight import PreflightFailed, base_url, preflight
 from conformance.results import OBSERVED, Results
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 REFERENCE_MODEL = "reference-model"  # the only model the embedded target serves
 
 
-class BadInput(Exception):
+class BadInput(ConformanceError):
     """The run cannot start; the message is the one line to show."""
 
 
@@ -134,6 +135,9 @@ def assemble(setup: Setup) -> Assembled:
     run = Run(settings, spec, client, workers=setup.workers)
     results = Results.for_requirements(run.requirements)
     results.meta.update(_header(setup, spec, settings, target))
+    results.run_record = record_of(
+        spec, settings, run_id=secrets.token_hex(8), target=results.meta["target"]
+    )
     if baseline_warnings:
         results.meta["baseline_warnings"] = baseline_warnings
         notes = [*notes, *(f"baseline warning: {w}" for w in baseline_warnings)]
@@ -188,7 +192,8 @@ def _preflight(assembled: Assembled) -> None:
     if first.status == 429:
         # Rate limited already, after the retries: this process's items send nothing.
         run.rate_limited = True
-        results.meta["no_verdict"] = no_verdict_reason(run.client.retry)
+        reason = no_verdict_reason(run.client.retry)
+        results.run_record = results.run_record.with_(no_verdict=reason)
 
 
 def _load_baseline(path: str) -> Results:
@@ -208,17 +213,23 @@ def conclude(
     partial: bool = False,
 ) -> tuple[Verdict, list[Path]]:
     """Decide the verdict of the merged Results, store it, and write the reports."""
-    results, settings = assembled.results, assembled.run.settings
+    results = assembled.results
     results.meta["wall_time"] = round(time.time() - results.meta["started"], 3)
     if assembled.baseline is not None:
         from reports.baseline import compare_to_baseline
 
         diff = compare_to_baseline(results, assembled.baseline)
         results.meta["baseline"] = diff.to_json() | {"file": assembled.setup.baseline}
+        new = tuple(diff.new_failures)
+        results.run_record = results.run_record.with_(baseline_new_failures=new)
+    if runner_error:
+        results.run_record = results.run_record.with_(
+            errors=(*results.run_record.errors, runner_error)
+        )
     to_dict = getattr(getattr(assembled.run.client, "stats", None), "to_dict", None)
     if callable(to_dict):  # this process's client: peak in flight, retries...
         results.meta["client"] = to_dict()
-    verdict = decide(results, assembled.spec, settings, runner_error=runner_error, partial=partial)
+    verdict = decide(results, partial=partial)
     verdict.store(results)
     if report_dir is None:
         return verdict, []

@@ -158,7 +158,9 @@ class SuiteSession:
         if dropped:
             self.config.hook.pytest_deselected(items=dropped)
         items[:] = keep
-        self.assembled.results.meta["shard"] = shard
+        results = self.assembled.results
+        results.meta["shard"] = shard
+        results.run_record = results.run_record.with_(shards=(shard,))
 
     def pytest_report_header(self) -> list[str]:
         meta, spec = self.assembled.results.meta, self.assembled.spec
@@ -220,15 +222,14 @@ class SuiteSession:
 
         self.assembled.run.close()
         report_dir = Path(config.invocation_params.dir, config.option.report_dir)
-        settings = self.assembled.run.settings
-        new = frozenset(self.assembled.results.meta.get("baseline", {}).get("new_failures", ()))
-        failing = self.assembled.results.failing(
-            strict=settings.strict, known=settings.known_failures - new
-        )
+        from conformance.judging import failing
+
+        # Whether a suite test failed for a conformance failure (as ItemRun.outcome does).
+        failed = bool(failing(self.assembled.results, self.assembled.results.run_record))
         verdict, written = conclude(
             self.assembled,
             report_dir,
-            runner_error=_runner_error(exitstatus, failing=bool(failing)),
+            runner_error=_runner_error(exitstatus, failing=failed),
             partial=bool(config.option.shard),
         )
         # An error keeps pytest's own code (interrupted, internal error, usage...).

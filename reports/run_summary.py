@@ -70,6 +70,8 @@ def summary_markdown(results: Results) -> str:
         + f" · {int(results.spent.get('requests', 0))} requests,"
         f" {int(results.spent.get('tokens', 0))} tokens",
     ]
+    for reason in meta.get("verdict_reasons") or []:  # decided by conformance.judging
+        lines += ["", f"> {cell(reason)}"]
     lines += ["", cell(registry_line(meta))]
     for warning in meta.get("baseline_warnings") or []:
         lines += ["", f"> ⚠️ baseline: {cell(warning)}"]
