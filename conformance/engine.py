@@ -489,15 +489,6 @@ class ItemRun:
             return ItemOutcome("skipped", self.budget_note)
         return ItemOutcome("passed")
 
-    def verdict(self) -> None:
-        """The outcome as pytest's fail or skip, for code written against pytest.
-
-        The only way into pytest from here, imported on call: the engine runs without it.
-        """
-        from conformance.plugin import raise_outcome
-
-        raise_outcome(self.outcome())
-
 
 def _play_body(item: ItemRun, scenario: Scenario, param: Any) -> ItemRun:
     assert scenario.body is not None

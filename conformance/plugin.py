@@ -40,7 +40,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if not suite_requested(config):
         return
     rewrite_no_library(config)
-    from conformance.assembly import BadInput, assemble
+    from conformance.assembly import BadInput
+    from conformance.runner import assemble
 
     try:
         assembled = assemble(setup_from(config))
@@ -217,7 +218,7 @@ class SuiteSession:
         config = self.config
         if hasattr(config, "workerinput") or config.option.collectonly:
             return
-        from conformance.assembly import conclude
+        from conformance.runner import finish
         from conformance.terminal import closing_lines
 
         self.assembled.run.close()
@@ -226,7 +227,7 @@ class SuiteSession:
 
         # Whether a suite test failed for a conformance failure (as ItemRun.outcome does).
         failed = bool(failing(self.assembled.results, self.assembled.results.run_record))
-        verdict, written = conclude(
+        verdict, written = finish(
             self.assembled,
             report_dir,
             runner_error=_runner_error(exitstatus, failing=failed),

@@ -14,12 +14,13 @@ from typing import Any
 import pytest
 from support import API_KEY, MODEL, Targets, case
 
-from conformance.assembly import Setup, run_suite
+from conformance.assembly import Setup
 from conformance.client import Client
 from conformance.engine import Run, Settings, record_of
 from conformance.judging import ScenarioRun, SkipCause
 from conformance.requirements import REGISTRY, load_checks
 from conformance.results import Results, Tally
+from conformance.runner import run_suite
 from conformance.scenarios import SCENARIOS, UNKNOWN_MODEL
 from conformance.spec import load_spec
 from conformance.verdict import EXIT_CODES, coverage, decide
@@ -36,7 +37,8 @@ class NoPytest(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, NoPytest())
-from conformance.assembly import Setup, run_suite
+from conformance.assembly import Setup
+from conformance.runner import run_suite
 from conformance.engine import Settings
 
 outcome = run_suite(Setup(spec="nscale", settings=Settings(max_examples=2, concurrency=4)))

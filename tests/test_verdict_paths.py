@@ -16,13 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conformance.assembly import Setup, run_suite
+from conformance.assembly import Setup
 from conformance.case import Case
 from conformance.engine import Settings
 from conformance.exchange import Exchange, Headers
 from conformance.judging import RunRecord, ScenarioRun, SkipCause, decide
 from conformance.requirements import Level, Requirement
 from conformance.results import Finding, Results
+from conformance.runner import run_suite
 from reports.merge import main as merge_main
 from reports.merge import merge
 

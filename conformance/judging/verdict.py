@@ -110,8 +110,10 @@ def applicability(spec: Spec, selected: Callable[[str], bool]) -> dict[str, Any]
 
 def coverage(results: Results, record: RunRecord) -> Coverage:
     """Where each applicable MUST requirement ended, when it ended neither passed nor failed."""
+    # Per requirement, the skip that left it unjudged; one a pass cannot excuse wins, so the
+    # order the items were played in (or the shards merged in) never matters.
     skipped: dict[str, tuple[bool, str]] = {}
-    for run in record.scenarios:
+    for run in sorted(record.scenarios, key=lambda r: (r.excused, r.id, r.reason)):
         if run.cause is not None and run.unsent == 0:
             for rid in run.covers:
                 skipped.setdefault(rid, (run.excused, run.reason))
