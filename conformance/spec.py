@@ -47,6 +47,7 @@ from conformance.errata import (
     STREAM_CHUNK_NULLS_FORBIDDEN,
     Erratum,
 )
+from conformance.exceptions import ConformanceError
 from conformance.policies import (
     NULL_RESPONSE_FIELDS,
     REQUEST_ID_HEADER,
@@ -63,7 +64,7 @@ NULLED_FIELDS = ("logprobs", "finish_reason", "usage", "param")
 Schema = dict[str, Any]
 
 
-class SpecError(Exception):
+class SpecError(ConformanceError):
     """The spec cannot be loaded or does not describe ``POST /v1/completions``."""
 
 
