@@ -73,7 +73,7 @@ def status_of(tally: Tally, *, strict: bool) -> str:
 VERDICTS = {
     "passed": "Every requirement that decides the verdict was tested and held.",
     "failed": "A requirement that decides the verdict failed.",
-    "incomplete": "Nothing failed, but MUST requirements were left untested: not a pass.",
+    "incomplete": "Nothing failed, but MUST requirements were left untested or scenarios not run (the budget, a missing generator): not a pass.",
     "error": "A check of the suite raised, a suite test broke, or the run was interrupted.",
     "not-run": "No request was sent: nothing was judged.",
     "no-verdict": "The target kept answering 429 after retries: no verdict was reached.",
