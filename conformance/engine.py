@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from conformance.case import Case
 from conformance.client import Client, RetryPolicy
+from conformance.events import Emitter, ExchangeJudged, ScenarioFinished
 from conformance.exceptions import ConformanceError
 from conformance.exchange import Exchange
 from conformance.judging.record import RunRecord, ScenarioRun, SkipCause
@@ -183,6 +184,8 @@ class Run:
             max(1, settings.budget_requests // workers), max(1, settings.budget_tokens // workers)
         )
         self.rate_limited = False
+        # The run told as events (conformance/events.py): add listeners to ``emit``.
+        self.emit = Emitter()
         self.concurrency = max(1, settings.concurrency)
         self._slots = Slots(self.concurrency)
         self._alone_lock = threading.Lock()
@@ -430,6 +433,9 @@ class ItemRun:
     def judge(self, exchange: Exchange, related: tuple[Exchange, ...] = ()) -> list[Finding]:
         findings = evaluate(self.run.requirements, self.spec, exchange, related)
         self.results.record(exchange, findings)
+        failed = tuple(f.requirement for f in findings if f.outcome == "failed")
+        label = exchange.case.label or exchange.case.mode
+        self.run.emit(ExchangeJudged(label, exchange.status, failed))
         self._observe(exchange)
         latency = stream_latency(exchange)
         if latency is not None:
@@ -515,6 +521,7 @@ def play(item: ItemRun, scenario: Scenario, param: Any = None) -> ItemOutcome:
     outcome = item.outcome()
     ran = item.scenario_run(scenario.item_id(param), outcome)
     item.results.run_record = item.results.run_record.played(ran)
+    item.run.emit(ScenarioFinished(ran))
     return outcome
 
 
@@ -545,6 +552,7 @@ def execute(run: Run, scenarios: Sequence[Scenario], results: Results) -> list[P
                 outcome = ItemOutcome("error", f"{type(exc).__name__}: {exc}")
                 ran = ScenarioRun(scenario.item_id(param), "error", reason=outcome.message)
                 item.results.run_record = item.results.run_record.played(ran)
+                run.emit(ScenarioFinished(ran))
             merge_item(results, item.results)
             played.append(Played(scenario.item_id(param), outcome))
     finally:

@@ -48,6 +48,9 @@ def pytest_configure(config: pytest.Config) -> None:
     except BadInput as exc:
         raise pytest.UsageError(f"conformance: {exc}") from None
     config.add_cleanup(assembled.close)
+    from conformance.events import RunStarted
+
+    assembled.run.emit(RunStarted(assembled.results.run_record))
     session = SuiteSession(config, assembled)
     config.stash[STATE] = session
     config.pluginmanager.register(session, "conformance-session")
@@ -233,6 +236,9 @@ class SuiteSession:
             runner_error=_runner_error(exitstatus, failing=failed),
             partial=bool(config.option.shard),
         )
+        from conformance.events import RunFinished
+
+        self.assembled.run.emit(RunFinished(verdict))
         # An error keeps pytest's own code (interrupted, internal error, usage...).
         keep = verdict.word == "error" and exitstatus not in (0, 1)
         session.exitstatus = exitstatus if keep else verdict.exit_code

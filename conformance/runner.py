@@ -8,7 +8,7 @@ This layer may import the reports; the engine and the judge core below it never 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from conformance.assembly import Assembled, BadInput, Setup, conclude
 from conformance.assembly import assemble as assemble_run
 from conformance.engine import Played, execute
+from conformance.events import Listener, RunFinished, RunStarted
 from conformance.judging import Verdict
 from conformance.results import Results
 
@@ -91,12 +92,21 @@ class Outcome:
 
 
 def run_suite(
-    setup: Setup, scenarios: Sequence[Scenario] | None = None, report_dir: Path | None = None
+    setup: Setup,
+    scenarios: Sequence[Scenario] | None = None,
+    report_dir: Path | None = None,
+    listeners: Iterable[Listener] = (),
 ) -> Outcome:
-    """A whole run without pytest: assemble, play every scenario, decide, write reports."""
+    """A whole run without pytest: assemble, play every scenario, decide, write reports.
+
+    ``listeners`` hear the run as events (conformance/events.py), RunFinished last.
+    """
     from conformance.scenarios import SCENARIOS
 
     assembled = assemble(setup)
+    emit = assembled.run.emit
+    emit.listeners.extend(listeners)
+    emit(RunStarted(assembled.results.run_record))
     try:
         played = execute(
             assembled.run, SCENARIOS if scenarios is None else scenarios, assembled.results
@@ -105,4 +115,5 @@ def run_suite(
         assembled.close()
     errors = [f"{p.name}: {p.outcome.message}" for p in played if p.outcome.word == "error"]
     verdict, written = finish(assembled, report_dir, runner_error=errors[0] if errors else None)
+    emit(RunFinished(verdict))
     return Outcome(assembled.results, verdict, tuple(played), tuple(written))

@@ -327,3 +327,23 @@ def test_a_broken_scenario_is_an_error_not_a_pass() -> None:
     assert [p.outcome.word for p in outcome.played] == ["passed", "error"]
     assert (outcome.verdict.word, outcome.verdict.exit_code) == ("error", 3)
     assert outcome.verdict.reasons == ("broken: RuntimeError: a bug in a scenario",)
+
+
+def test_a_run_is_told_as_typed_events() -> None:
+    """RunStarted, an ExchangeJudged per judged request, a ScenarioFinished per item (with
+    why, when it did not run), RunFinished last with the verdict the core decided."""
+    from conformance.events import ExchangeJudged, RunFinished, RunStarted, ScenarioFinished
+    from conformance.scenarios import DEEP_FUZZ
+
+    heard: list[Any] = []
+    outcome = run_suite(Setup(), scenarios=(UNKNOWN_MODEL, DEEP_FUZZ), listeners=[heard.append])
+    assert isinstance(heard[0], RunStarted) and heard[0].record.musts
+    assert heard[-1] == RunFinished(outcome.verdict)
+    judged = [e for e in heard if isinstance(e, ExchangeJudged)]
+    assert len(judged) == 1 and judged[0].status == 404 and judged[0].failed == ()
+    finished = [e.run for e in heard if isinstance(e, ScenarioFinished)]
+    assert [(r.id, r.outcome, r.cause) for r in finished] == [
+        ("unknown_model", "passed", None),
+        ("deep_fuzz", "skipped", SkipCause.DESELECTED),
+    ]
+    assert tuple(finished) == outcome.results.run_record.scenarios
