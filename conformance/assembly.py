@@ -2,24 +2,25 @@
 
 ``assemble`` loads the spec, checks the selection, starts the embedded reference target
 (or points at ``--target-url``), builds the client and proves with a preflight that the
-target serves completions. ``conclude`` turns the merged Results into the Verdict and
-writes the reports. ``run_suite`` does all of it without pytest. Bad input raises
-``BadInput`` with the one line to show.
+target serves completions. ``conclude`` has the judge core decide the verdict of the
+merged Results. Bad input raises ``BadInput`` with the one line to show. Reading a
+``--baseline`` file and writing reports belong to the runner layer (conformance.runner,
+which also has ``run_suite``): it hands the baseline in as a ``BaselineGate``.
 """
 
 from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from conformance import __version__
 from conformance.attribution import attribute
 from conformance.client import Client, Limits, Pacer, RetryPolicy
-from conformance.engine import Played, Run, Settings, execute, no_verdict_reason
+from conformance.engine import Run, Settings, no_verdict_reason, record_of
+from conformance.exceptions import ConformanceError
 from conformance.policies import registry
 from conformance.preflight import PreflightFailed, base_url, preflight
 from conformance.results import OBSERVED, Results
@@ -36,13 +37,31 @@ from conformance.verdict import Verdict, decide
 
 if TYPE_CHECKING:
     from conformance.reference import ReferenceServer
-    from conformance.scenarios import Scenario
 
 REFERENCE_MODEL = "reference-model"  # the only model the embedded target serves
 
 
-class BadInput(Exception):
+class BadInput(ConformanceError):
     """The run cannot start; the message is the one line to show."""
+
+
+class BaselineGate(Protocol):
+    """An accepted earlier run (``--baseline``), as the runner layer supplies it."""
+
+    @property
+    def known(self) -> frozenset[str]:
+        """The requirements failing in the baseline: they fail no test of this run."""
+        ...
+
+    def admit(self, this_run: Mapping[str, Any]) -> list[str]:
+        """The warnings to show for this run (another model or target); raises BadInput
+        when the baseline cannot judge this run (another spec)."""
+        ...
+
+    def compare(self, results: Results) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """The baseline diff as stored in ``meta["baseline"]``, and the requirements
+        failing with fingerprints the baseline does not have."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +88,7 @@ class Assembled:
     setup: Setup
     run: Run
     results: Results
-    baseline: Results | None = None
+    baseline: BaselineGate | None = None
     server: ReferenceServer | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -95,8 +114,11 @@ def _check_generation(spec: Spec, settings: Settings) -> None:
         raise BadInput(str(exc)) from None
 
 
-def assemble(setup: Setup) -> Assembled:
-    """Build the run ``setup`` asks for; BadInput when it cannot start."""
+def assemble(setup: Setup, baseline: BaselineGate | None = None) -> Assembled:
+    """Build the run ``setup`` asks for; BadInput when it cannot start.
+
+    ``baseline``: ``setup.baseline`` as read by the runner layer (conformance.runner).
+    """
     from conformance import option_values
 
     # Every option value first: bad input is one line before any request (option_values).
@@ -111,11 +133,10 @@ def assemble(setup: Setup) -> Assembled:
         raise BadInput(bad)
     settings = _checked(setup.settings)
     _check_generation(spec, settings)
-    baseline = _load_baseline(setup.baseline) if setup.baseline else None
+    if setup.baseline and baseline is None:
+        raise BadInput(f"--baseline {setup.baseline}: not read (use conformance.runner)")
     baseline_warnings: list[str] = []
     if baseline is not None:
-        from reports.baseline import check_baseline
-
         this_run = {
             "spec": spec.name,
             "model": settings.model,
@@ -124,11 +145,8 @@ def assemble(setup: Setup) -> Assembled:
             "fuzz": settings.fuzz,
             "suite_version": __version__,
         }
-        refused, baseline_warnings = check_baseline(this_run, baseline)
-        if refused:
-            raise BadInput(f"--baseline {setup.baseline}: {refused[0]}")
-        known = frozenset(t.id for t in baseline.tallies.values() if t.failed)
-        settings = replace(settings, known_failures=known)
+        baseline_warnings = baseline.admit(this_run)
+        settings = replace(settings, known_failures=baseline.known)
     # The preflight request comes out of the budget too.
     settings = replace(settings, budget_requests=settings.budget_requests - 1)
     server, notes = None, []
@@ -164,6 +182,9 @@ def assemble(setup: Setup) -> Assembled:
     run = Run(settings, spec, client, workers=setup.workers)
     results = Results.for_requirements(run.requirements)
     results.meta.update(_header(setup, spec, settings, target))
+    results.run_record = record_of(
+        spec, settings, run_id=secrets.token_hex(8), target=results.meta["target"]
+    )
     if baseline_warnings:
         results.meta["baseline_warnings"] = baseline_warnings
         notes = [*notes, *(f"baseline warning: {w}" for w in baseline_warnings)]
@@ -224,69 +245,28 @@ def _preflight(assembled: Assembled) -> None:
     if first.status == 429:
         # Rate limited already, after the retries: this process's items send nothing.
         run.rate_limited = True
-        results.meta["no_verdict"] = no_verdict_reason(run.client.retry)
-
-
-def _load_baseline(path: str) -> Results:
-    from reports.compare import InputError, load_results
-
-    try:
-        return load_results(Path(path))
-    except InputError as exc:
-        raise BadInput(f"--baseline {exc}") from None
+        reason = no_verdict_reason(run.client.retry)
+        results.run_record = results.run_record.with_(no_verdict=reason)
 
 
 def conclude(
-    assembled: Assembled,
-    report_dir: Path | None,
-    *,
-    runner_error: str | None = None,
-    partial: bool = False,
-) -> tuple[Verdict, list[Path]]:
-    """Decide the verdict of the merged Results, store it, and write the reports."""
-    results, settings = assembled.results, assembled.run.settings
+    assembled: Assembled, *, runner_error: str | None = None, partial: bool = False
+) -> Verdict:
+    """Have the judge core decide the verdict of the merged Results, and store it."""
+    results = assembled.results
     results.meta["wall_time"] = round(time.time() - results.meta["started"], 3)
     attribute(results)  # one defect, one finding: before the baseline and the verdict
     if assembled.baseline is not None:
-        from reports.baseline import compare_to_baseline
-
-        diff = compare_to_baseline(results, assembled.baseline)
-        results.meta["baseline"] = diff.to_json() | {"file": assembled.setup.baseline}
+        diff, new = assembled.baseline.compare(results)
+        results.meta["baseline"] = diff
+        results.run_record = results.run_record.with_(baseline_new_failures=new)
+    if runner_error:
+        results.run_record = results.run_record.with_(
+            errors=(*results.run_record.errors, runner_error)
+        )
     to_dict = getattr(getattr(assembled.run.client, "stats", None), "to_dict", None)
     if callable(to_dict):  # this process's client: peak in flight, retries...
         results.meta["client"] = to_dict()
-    verdict = decide(results, assembled.spec, settings, runner_error=runner_error, partial=partial)
+    verdict = decide(results, partial=partial)
     verdict.store(results)
-    if report_dir is None:
-        return verdict, []
-    from reports import write_all
-
-    return verdict, write_all(results, report_dir)
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What ``run_suite`` returns."""
-
-    results: Results
-    verdict: Verdict
-    played: tuple[Played, ...]
-    reports: tuple[Path, ...] = ()
-
-
-def run_suite(
-    setup: Setup, scenarios: Sequence[Scenario] | None = None, report_dir: Path | None = None
-) -> Outcome:
-    """A whole run without pytest: assemble, play every scenario, decide, write reports."""
-    from conformance.scenarios import SCENARIOS
-
-    assembled = assemble(setup)
-    try:
-        played = execute(
-            assembled.run, SCENARIOS if scenarios is None else scenarios, assembled.results
-        )
-    finally:
-        assembled.close()
-    errors = [f"{p.name}: {p.outcome.message}" for p in played if p.outcome.word == "error"]
-    verdict, written = conclude(assembled, report_dir, runner_error=errors[0] if errors else None)
-    return Outcome(assembled.results, verdict, tuple(played), tuple(written))
+    return verdict

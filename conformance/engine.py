@@ -22,10 +22,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from conformance.case import Case
 from conformance.client import Client, RetryPolicy
+from conformance.events import Emitter, ExchangeJudged, ScenarioFinished
+from conformance.exceptions import ConformanceError
 from conformance.exchange import Exchange
 from conformance.health import DOWN_NOTE, Health
+from conformance.judging.record import RunRecord, ScenarioRun, SkipCause
+from conformance.judging.verdict import applicability, deciding_levels
 from conformance.latency import stream_latency
-from conformance.requirements import REGISTRY, Level, Requirement, load_checks
+from conformance.requirements import REGISTRY, Requirement, load_checks
 from conformance.results import OBSERVED, Finding, Results, evaluate, tokens_used
 from conformance.schedule import Slots
 from conformance.spec import Spec
@@ -34,10 +38,6 @@ if TYPE_CHECKING:
     from conformance.scenarios import Scenario
 
 EXIT_NO_VERDICT = 6  # not one of pytest's own codes (0-5): no verdict was reached
-#: Results.meta key: scenarios skipped with a reason, and the requirements they would judge.
-SKIPPED = "skipped_scenarios"
-#: Results.meta key: why the budget stopped a scenario (the first note seen).
-BUDGET = "budget_spent"
 Sender = Callable[[Client, Case], Exchange]
 T = TypeVar("T")
 
@@ -96,17 +96,37 @@ class Settings:
         return (not self.checks or rid in self.checks) and rid not in self.skip_checks
 
 
-class BudgetSpent(Exception):
+def record_of(spec: Spec, settings: Settings, **identity: Any) -> RunRecord:
+    """The run record a run of ``settings`` under ``spec`` starts with (``identity``: the
+    RunRecord's run_id, target...)."""
+    return RunRecord(
+        seed=settings.seed,
+        spec=spec.name,
+        model=settings.model,
+        strict=settings.strict,
+        require_capabilities=tuple(settings.require_capabilities),
+        known_failures=tuple(sorted(settings.known_failures)),
+        **applicability(spec, settings.selected),
+        **identity,
+    )
+
+
+class BudgetSpent(ConformanceError):
     """The run's request or token budget is used up."""
 
 
-class ScenarioSkipped(Exception):
-    """A scenario cannot run here; ``covers`` names the requirements left unjudged."""
+class ScenarioSkipped(ConformanceError):
+    """A scenario cannot run here; ``covers`` names the requirements left unjudged and
+    ``cause`` says why (only NOT_DECLARED and DESELECTED may stand in a passed run, so
+    a skip that does not say why is never green)."""
 
-    def __init__(self, reason: str, covers: Iterable[str] = ()) -> None:
+    def __init__(
+        self, reason: str, covers: Iterable[str] = (), cause: SkipCause = SkipCause.UNAVAILABLE
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.covers = tuple(covers)
+        self.cause = cause
 
 
 @dataclass
@@ -166,6 +186,8 @@ class Run:
             max(1, settings.budget_requests // workers), max(1, settings.budget_tokens // workers)
         )
         self.rate_limited = False
+        # The run told as events (conformance/events.py): add listeners to ``emit``.
+        self.emit = Emitter()
         self.concurrency = max(1, settings.concurrency)
         self._slots = Slots(self.concurrency)
         self._alone_lock = threading.Lock()
@@ -360,11 +382,14 @@ class ItemRun:
         self.failures: list[tuple[Finding, Exchange]] = []
         self.budget_note: str | None = None
         self.skip_reason: str | None = None
+        self.skip: ScenarioSkipped | None = None
+        self.unsent = 0  # cases the budget kept from being sent
 
     def adopt(self, played: ItemRun) -> None:
         """Take over what a chain played in its own thread (Run.plan) into this item."""
         self.results, self.failures = played.results, played.failures
         self.budget_note, self.skip_reason = played.budget_note, played.skip_reason
+        self.skip, self.unsent = played.skip, played.unsent
 
     @property
     def spec(self) -> Spec:
@@ -416,7 +441,9 @@ class ItemRun:
                 return None
             if sent.note:
                 self.budget_note = self.budget_note or sent.note
-                self.results.meta.setdefault(BUDGET, sent.note)
+                self.unsent += 1
+                record = self.results.run_record
+                self.results.run_record = record.with_(budget=record.budget or sent.note)
             return None
         for limited in exchange.throttled:
             self.judge_rate_limit(limited)
@@ -424,7 +451,8 @@ class ItemRun:
             # Still rate limited after the retries the policy allows: the case got no
             # answer, so it is judged only as a rate-limit answer (a check of the case
             # would blame the target for the 429).
-            self.results.meta["no_verdict"] = no_verdict_reason(self.run.client.retry)
+            reason = no_verdict_reason(self.run.client.retry)
+            self.results.run_record = self.results.run_record.with_(no_verdict=reason)
             self.results.spent["requests"] += 1 + exchange.retries
             self.results.spent["retries"] += exchange.retries
             self.judge_rate_limit(exchange)
@@ -435,6 +463,9 @@ class ItemRun:
     def judge(self, exchange: Exchange, related: tuple[Exchange, ...] = ()) -> list[Finding]:
         findings = evaluate(self.run.requirements, self.spec, exchange, related)
         self.results.record(exchange, findings)
+        failed = tuple(f.requirement for f in findings if f.outcome == "failed")
+        label = exchange.case.label or exchange.case.mode
+        self.run.emit(ExchangeJudged(label, exchange.status, failed))
         self._observe(exchange)
         latency = stream_latency(exchange)
         if latency is not None:
@@ -476,15 +507,27 @@ class ItemRun:
             observed = self.results.meta.setdefault(OBSERVED, {})
             observed[str(exchange.status)] = observed.get(str(exchange.status), 0) + 1
 
-    def skip(self, reason: str, covers: Iterable[str] = ()) -> None:
-        """Record that the scenario was skipped, and which requirements that leaves unjudged."""
-        self.skip_reason = reason
-        skipped = self.results.meta.setdefault(SKIPPED, [])
-        skipped.append({"reason": reason, "covers": sorted(covers)})
+    def skipped(self, exc: ScenarioSkipped) -> None:
+        """Note that the scenario was skipped, why, and which requirements it leaves unjudged."""
+        self.skip_reason, self.skip = exc.reason, exc
+
+    def scenario_run(self, item_id: str, outcome: ItemOutcome) -> ScenarioRun:
+        """This item as the run record keeps it: how it ended, and what it left unrun."""
+        if self.unsent:  # a skip after the budget cut a chain short is the budget's
+            note = self.budget_note or "the budget ran out"
+            return ScenarioRun(item_id, outcome.word, SkipCause.BUDGET, note, unsent=self.unsent)
+        if self.skip is not None:
+            skip = self.skip
+            return ScenarioRun(
+                item_id, outcome.word, skip.cause, skip.reason, tuple(sorted(skip.covers))
+            )
+        if outcome.word == "skipped" and self.run.rate_limited:
+            return ScenarioRun(item_id, outcome.word, SkipCause.RATE_LIMITED, outcome.message)
+        return ScenarioRun(item_id, outcome.word)
 
     def outcome(self) -> ItemOutcome:
         """Failed when a deciding requirement failed; skipped when nothing was judged."""
-        deciding = {Level.MUST.value} | ({Level.SHOULD.value} if self.settings.strict else set())
+        deciding = deciding_levels(strict=self.settings.strict)
         lines: list[str] = []
         seen: set[str] = set()
         for finding, exchange in self.failures:
@@ -510,27 +553,19 @@ class ItemRun:
             return ItemOutcome("skipped", self.budget_note)
         return ItemOutcome("passed")
 
-    def verdict(self) -> None:
-        """The outcome as pytest's fail or skip, for code written against pytest.
-
-        The only way into pytest from here, imported on call: the engine runs without it.
-        """
-        from conformance.plugin import raise_outcome
-
-        raise_outcome(self.outcome())
-
 
 def _play_body(item: ItemRun, scenario: Scenario, param: Any) -> ItemRun:
     assert scenario.body is not None
     try:
         scenario.body(item, param)
     except ScenarioSkipped as exc:
-        item.skip(exc.reason, exc.covers)
+        item.skipped(exc)
     return item
 
 
 def play(item: ItemRun, scenario: Scenario, param: Any = None) -> ItemOutcome:
-    """Play one scenario into ``item`` (or adopt its started chain) and say how it ended."""
+    """Play one scenario into ``item`` (or adopt its started chain), say how it ended, and
+    enter it in the item's run record."""
     chain = item.run.chain(scenario, param)
     if chain is not None:
         item.adopt(chain.result())
@@ -538,18 +573,19 @@ def play(item: ItemRun, scenario: Scenario, param: Any = None) -> ItemOutcome:
         try:
             item.collect(item.run.planned(scenario, param))
         except ScenarioSkipped as exc:
-            item.skip(exc.reason, exc.covers)
+            item.skipped(exc)
     else:
         _play_body(item, scenario, param)
-    return item.outcome()
+    outcome = item.outcome()
+    ran = item.scenario_run(scenario.item_id(param), outcome)
+    item.results.run_record = item.results.run_record.played(ran)
+    item.run.emit(ScenarioFinished(ran))
+    return outcome
 
 
 def merge_item(into: Results, item: Results) -> None:
-    """Fold one item's results into the run's, keeping every item's skip reasons."""
-    skipped = into.meta.get(SKIPPED, []) + item.meta.get(SKIPPED, [])
+    """Fold one item's results (tallies and run record) into the run's."""
     into.merge(item)
-    if skipped:
-        into.meta[SKIPPED] = skipped
 
 
 @dataclass(frozen=True, slots=True)
@@ -572,6 +608,9 @@ def execute(run: Run, scenarios: Sequence[Scenario], results: Results) -> list[P
                 outcome = play(item, scenario, param)
             except Exception as exc:  # a defect of the suite: reported, the run goes on
                 outcome = ItemOutcome("error", f"{type(exc).__name__}: {exc}")
+                ran = ScenarioRun(scenario.item_id(param), "error", reason=outcome.message)
+                item.results.run_record = item.results.run_record.played(ran)
+                run.emit(ScenarioFinished(ran))
             merge_item(results, item.results)
             played.append(Played(scenario.item_id(param), outcome))
     finally:

@@ -40,13 +40,17 @@ def pytest_configure(config: pytest.Config) -> None:
     if not suite_requested(config):
         return
     rewrite_no_library(config)
-    from conformance.assembly import BadInput, assemble
+    from conformance.assembly import BadInput
+    from conformance.runner import assemble
 
     try:
         assembled = assemble(setup_from(config))
     except BadInput as exc:
         raise pytest.UsageError(f"conformance: {exc}") from None
     config.add_cleanup(assembled.close)
+    from conformance.events import RunStarted
+
+    assembled.run.emit(RunStarted(assembled.results.run_record))
     session = SuiteSession(config, assembled)
     config.stash[STATE] = session
     config.pluginmanager.register(session, "conformance-session")
@@ -163,7 +167,9 @@ class SuiteSession:
         if dropped:
             self.config.hook.pytest_deselected(items=dropped)
         items[:] = keep
-        self.assembled.results.meta["shard"] = shard
+        results = self.assembled.results
+        results.meta["shard"] = shard
+        results.run_record = results.run_record.with_(shards=(shard,))
 
     def pytest_report_header(self) -> list[str]:
         meta, spec = self.assembled.results.meta, self.assembled.spec
@@ -220,22 +226,24 @@ class SuiteSession:
         config = self.config
         if hasattr(config, "workerinput") or config.option.collectonly:
             return
-        from conformance.assembly import conclude
+        from conformance.runner import finish
         from conformance.terminal import closing_lines
 
         self.assembled.run.close()
         report_dir = Path(config.invocation_params.dir, config.option.report_dir)
-        settings = self.assembled.run.settings
-        new = frozenset(self.assembled.results.meta.get("baseline", {}).get("new_failures", ()))
-        failing = self.assembled.results.failing(
-            strict=settings.strict, known=settings.known_failures - new
-        )
-        verdict, written = conclude(
+        from conformance.judging import failing
+
+        # Whether a suite test failed for a conformance failure (as ItemRun.outcome does).
+        failed = bool(failing(self.assembled.results, self.assembled.results.run_record))
+        verdict, written = finish(
             self.assembled,
             report_dir,
-            runner_error=_runner_error(exitstatus, failing=bool(failing)),
+            runner_error=_runner_error(exitstatus, failing=failed),
             partial=bool(config.option.shard),
         )
+        from conformance.events import RunFinished
+
+        self.assembled.run.emit(RunFinished(verdict))
         # An error keeps pytest's own code (interrupted, internal error, usage...).
         keep = verdict.word == "error" and exitstatus not in (0, 1)
         session.exitstatus = exitstatus if keep else verdict.exit_code

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from conformance.case import Case
 from conformance.client import Client
+from conformance.exceptions import ConformanceError
 from conformance.exchange import Exchange
 from conformance.spec import OPERATION_PATH, Spec
 
@@ -25,7 +26,7 @@ PATH_PREFIX = OPERATION_PATH.rsplit("/", 1)[0]
 API_KEY_ENV = "CONFORMANCE_API_KEY"
 
 
-class PreflightFailed(Exception):
+class PreflightFailed(ConformanceError):
     """The target does not serve completions for this run; the message says why."""
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from conformance.case import Case
 from conformance.exchange import Exchange, SSEEvent
 from conformance.fingerprint import fingerprint, request_class
+from conformance.judging.record import RunRecord
 from conformance.latency import percentile
 from conformance.requirements import Context, Level, Requirement, Unsupported, Violation
 from conformance.spec import Spec
@@ -264,6 +265,8 @@ class Results:
     )
     capabilities: dict[str, dict[str, str]] = field(default_factory=dict)
     latency: list[dict[str, Any]] = field(default_factory=list)
+    #: What the verdict depends on besides the tallies (conformance.judging.record).
+    run_record: RunRecord = field(default_factory=RunRecord)
 
     @classmethod
     def for_requirements(cls, requirements: list[Requirement]) -> Results:
@@ -358,6 +361,7 @@ class Results:
         for feature, entry in other.capabilities.items():
             self.note_capability(feature, entry["outcome"], entry.get("detail", ""))
         self.latency += other.latency
+        self.run_record = self.run_record.absorb(other.run_record)
         observed: dict[str, int] = dict(self.meta.get(OBSERVED, {}))
         for status, n in other.meta.get(OBSERVED, {}).items():
             observed[status] = observed.get(status, 0) + int(n)
@@ -393,7 +397,7 @@ class Results:
             "capabilities": self.capabilities,
             "latency": self.latency,
             "latency_summary": latency_summary(self.latency, self.meta.get("concurrency")),
-        }
+        } | ({} if self.run_record.blank else {"record": self.run_record.to_json()})
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Results:
@@ -402,12 +406,16 @@ class Results:
                 f"results schema_version {data.get('schema_version')!r} is not "
                 f"{RESULTS_SCHEMA_VERSION}"
             )
+        meta = dict(data.get("meta", {}))
+        record = data.get("record")
         return cls(
             tallies={t["id"]: Tally(**t) for t in data.get("requirements", [])},
-            meta=dict(data.get("meta", {})),
+            meta=meta,
             spent=dict(data.get("spent", {})),
             capabilities={k: dict(v) for k, v in data.get("capabilities", {}).items()},
             latency=list(data.get("latency", [])),
+            # An older results.json kept no record: decide() reads its meta (RunRecord.from_meta).
+            run_record=RunRecord() if record is None else RunRecord.from_json(record),
         )
 
     def dumps(self) -> str:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from conformance.case import Case, Mode
 from conformance.engine import ScenarioSkipped
 from conformance.exchange import Exchange
+from conformance.judging.record import SkipCause
 from conformance.spec import Spec
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def case(
     try:
         return build_case(spec, body, mode=mode, label=label, tags=tags, breaks=breaks)
     except CaseSkipped as exc:
-        raise ScenarioSkipped(f"{label}: {exc}", ()) from None
+        raise ScenarioSkipped(f"{label}: {exc}", (), SkipCause.NOT_DECLARED) from None
 
 
 def checked_probe(spec: Spec, probe: Case) -> Case:
@@ -103,7 +104,7 @@ def checked_probe(spec: Spec, probe: Case) -> Case:
             raw_body=probe.raw_body,
         )
     except CaseSkipped as exc:
-        raise ScenarioSkipped(f"{probe.label}: {exc}", ()) from None
+        raise ScenarioSkipped(f"{probe.label}: {exc}", (), SkipCause.NOT_DECLARED) from None
 
 
 def _described(spec: Spec, body: dict[str, Any]) -> Case:
@@ -153,7 +154,7 @@ def _auth(run: Run, _: Any) -> list[Case]:
 
     covers = ("AUTH-REQUIRED",)
     if not run.spec.bearer_auth:
-        raise ScenarioSkipped("the spec declares no bearer auth", covers)
+        raise ScenarioSkipped("the spec declares no bearer auth", covers, SkipCause.NOT_DECLARED)
     if not run.client.api_key:
         # Without a key of our own the target may well be open: a 200 proves nothing.
         raise ScenarioSkipped("no API key configured (--api-key): auth is not probed", covers)
@@ -195,7 +196,9 @@ def _stop_probe(item: ItemRun, _: Any) -> None:
     words = [w for w in re.findall(r"\S+", text or "") if "\ufffd" not in w]
     if len(words) < 2:
         raise ScenarioSkipped(
-            "the first answer has too few words to pick a stop sequence from", ("STOP-PROBE",)
+            "the first answer has too few words to pick a stop sequence from",
+            ("STOP-PROBE",),
+            SkipCause.TARGET,
         )
     stop = words[len(words) // 2]
     tags = frozenset({"probe:stop"})
@@ -412,7 +415,7 @@ def _fuzz(run: Run, _: Any) -> list[Case]:
     """Deep fuzz (opt-in, ``--fuzz N``): schemathesis's own generation, judged alike."""
     s = run.settings
     if s.fuzz <= 0:
-        raise ScenarioSkipped("deep fuzz is opt-in: --fuzz N", ())
+        raise ScenarioSkipped("deep fuzz is opt-in: --fuzz N", (), SkipCause.DESELECTED)
     from strategies import FuzzUnavailable, fuzz_cases
 
     try:

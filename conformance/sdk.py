@@ -19,6 +19,7 @@ from typing import Any
 
 from conformance.case import Case
 from conformance.client import Client, Limits
+from conformance.exceptions import ConformanceError
 from conformance.exchange import Exchange, Headers
 from conformance.sse import SSEParser
 
@@ -79,7 +80,7 @@ def _tls_context(http: Any) -> Any:
     return make() if make is not None else True
 
 
-class BoundHit(Exception):
+class BoundHit(ConformanceError):
     """The answer outgrew the suite's limits while the SDK read it."""
 
 

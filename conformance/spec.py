@@ -56,6 +56,7 @@ from conformance.errata import (
     Convention,
     Erratum,
 )
+from conformance.exceptions import ConformanceError
 from conformance.policies import (
     NULL_RESPONSE_FIELDS,
     REQUEST_ID_HEADER,
@@ -84,7 +85,7 @@ NULLED_FIELDS = ("logprobs", "finish_reason", "usage", "param")
 Schema = dict[str, Any]
 
 
-class SpecError(Exception):
+class SpecError(ConformanceError):
     """The spec cannot be loaded or does not describe ``POST /v1/completions``."""
 
 

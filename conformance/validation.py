@@ -44,6 +44,7 @@ from openapi_core.validation.response.exceptions import (
     MissingRequiredHeader,
 )
 
+from conformance.exceptions import ConformanceError
 from conformance.policies import MEDIA_TYPE_PARAMETERS
 from conformance.spec import OPERATION_PATH, Spec, describe
 
@@ -55,7 +56,7 @@ BODY_TYPE = "body:type"
 BODY_MEDIA_TYPE = "body:media-type"
 
 
-class ValidatorUnavailable(Exception):
+class ValidatorUnavailable(ConformanceError):
     """openapi-core cannot load the corrected document (the reason is the message)."""
 
 

@@ -15,6 +15,7 @@ import json
 import sys
 from pathlib import Path
 
+from conformance.exceptions import ConformanceError
 from conformance.results import RESULTS_SCHEMA_VERSION, Results
 from reports.markdown import comparison_markdown
 from reports.matrix import Comparison, compare
@@ -25,7 +26,7 @@ PROG = "conformance-compare"
 EXIT_BAD_INPUT = 2
 
 
-class InputError(Exception):
+class InputError(ConformanceError):
     """An input file or option the comparison cannot use; the message says why."""
 
 

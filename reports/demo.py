@@ -13,6 +13,7 @@ from pathlib import Path
 
 from conformance.case import Case
 from conformance.exchange import Exchange, Headers, SSEEvent
+from conformance.judging import RunRecord, decide
 from conformance.requirements import Context, Level, Requirement
 from conformance.results import Finding, Results
 
@@ -243,14 +244,14 @@ def demo_results(*, target: str = URL, failing: bool = True) -> Results:
     tiers = {"MUST": "spec-schema", "SHOULD": "server-habit", "CAPABILITY": "spec-schema"}
     for tally in results.tallies.values():
         tally.evidence = tiers.get(tally.level, "")
-    untested = [
-        {"id": t.id, "reason": "the request budget ran out before a case exercised it"}
-        for t in results.tallies.values()
-        if t.level == "MUST" and not t.checked
-    ]
-    results.meta["coverage"] = {"untested": untested, "not_applicable": [], "deselected": []}
-    verdict = "incomplete" if untested else "passed"
-    results.meta["verdict"] = "failed" if results.failing() else verdict
+    # The run record a budget-cut run keeps; the judge core decides its verdict.
+    musts = tuple(t.id for t in results.tallies.values() if t.level == "MUST")
+    note = "request budget spent (--budget-requests)"
+    results.run_record = RunRecord(
+        spec="aihubmix", model="m-small", seed=0, musts=musts,
+        budget=note if any(not results.tallies[rid].checked for rid in musts) else None,
+    )  # fmt: skip
+    decide(results).store(results)
     return results
 
 

@@ -77,6 +77,8 @@ def summary_markdown(results: Results) -> str:
             f"Document `{cell(meta.get('spec_source', ''))}` · sha256 `{meta['spec_sha256']}`"
             + (f" · {cell(meta['operation'])}" if meta.get("operation") else ""),
         ]
+    for reason in meta.get("verdict_reasons") or []:  # decided by conformance.judging
+        lines += ["", f"> {cell(reason)}"]
     for warning in meta.get("baseline_warnings") or []:
         lines += ["", f"> ⚠️ baseline: {cell(warning)}"]
     rows = ordered(results.tallies.values())

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.judging import deciding_levels, verdict_word
 from conformance.requirements import AREAS, Level
 from conformance.results import Results, Tally
 
@@ -59,11 +60,6 @@ def is_strict(results: Results) -> bool:
     return bool(results.meta.get("strict"))
 
 
-def deciding_levels(*, strict: bool) -> frozenset[str]:
-    """The levels whose failures fail the run (docs/design.md, "Requirement levels and evidence tiers")."""
-    return frozenset({Level.MUST.value} | ({Level.SHOULD.value} if strict else set()))
-
-
 def status_of(tally: Tally, *, strict: bool) -> str:
     """The report status of one requirement: suite errors, failures, declines, then checks."""
     if tally.errored:
@@ -79,7 +75,7 @@ def status_of(tally: Tally, *, strict: bool) -> str:
 VERDICTS = {
     "passed": "Every requirement that decides the verdict was tested and held.",
     "failed": "A requirement that decides the verdict failed.",
-    "incomplete": "Nothing failed, but MUST requirements were left untested: not a pass.",
+    "incomplete": "Nothing failed, but MUST requirements were left untested or scenarios not run (the budget, a missing generator): not a pass.",
     "error": "A check of the suite raised, a suite test broke, or the run was interrupted.",
     "not-run": "No request was sent: nothing was judged.",
     "no-verdict": "The target kept answering 429 after retries: no verdict was reached.",
@@ -87,21 +83,9 @@ VERDICTS = {
 
 
 def verdict_of(results: Results) -> str:
-    """The run's verdict as recorded; derived from the deciding tallies when absent.
-
-    A recorded ``passed`` with untested requirements in the coverage reads ``incomplete``.
-    """
-    recorded = results.meta.get("verdict")
-    if isinstance(recorded, str) and recorded:
-        # Never a green "passed" over untested requirements, whoever recorded it.
-        if recorded == PASSED and coverage_of(results).untested:
-            return "incomplete"
-        return recorded
-    if results.errors():
-        return ERROR
-    if results.failing(strict=is_strict(results)):
-        return FAILED
-    return "incomplete" if coverage_of(results).untested else PASSED
+    """The run's verdict as the judge core decided it (conformance.judging.verdict_word):
+    the reports never decide on their own."""
+    return verdict_word(results)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from conformance.case import Auth, Case, Mode
+from conformance.exceptions import ConformanceError
 from conformance.spec import Spec
 from conformance.validation import request_rules
 from strategies._describe import request_tags
@@ -30,7 +31,7 @@ RULE_NAME = re.compile(r"^[\w.]+:[\w<>+\-=.]+$")
 ADAPTED = "adapted"
 
 
-class CaseSkipped(Exception):
+class CaseSkipped(ConformanceError):
     """A scenario's body cannot be made valid under this spec (the reason is the message)."""
 
     def __init__(self, reason: str) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from conformance.case import Case, Mode
+from conformance.exceptions import ConformanceError
 from conformance.policies import OPENAI_PROMPT_FORMS
 from conformance.spec import Spec
 from strategies._branches import PROMPT_FORMS, Branch, Caps, branch_values, branches, largest
@@ -65,7 +66,7 @@ SAMPLE_PROMPTS = (
 COMMON_STOPS = ("\n", ".", "\n\n", "###", "END")
 
 
-class NoValidPrompt(ValueError):
+class NoValidPrompt(ConformanceError, ValueError):
     """The request schema admits no prompt the suite can draw (the run cannot send one)."""
 
 

@@ -126,3 +126,16 @@ def test_merge_fails_when_one_shard_fails(
     files = [str(tmp_path / d / "results.json") for d in ("g", "b")]
     assert merge_main([*files, "--report-dir", str(tmp_path / "m")]) == 1
     assert merge_main([str(tmp_path / "missing.json")]) == 2
+
+
+def test_a_budget_cut_run_is_incomplete_not_passed(
+    pytester: pytest.Pytester, targets: Targets, tmp_path: Path
+) -> None:
+    """Before: scenarios skipped by --budget-requests and yet ``verdict: passed``, exit 0."""
+    url = targets.get("aihubmix").server.url
+    result = run(pytester, url, tmp_path, "--budget-requests", "60", "--concurrency", "1")
+    assert result.ret == 7
+    result.stdout.fnmatch_lines(["verdict: incomplete (*because request budget spent*"])
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["meta"]["verdict"] == "incomplete" and data["meta"]["not_run"]
+    assert "--budget-requests" in (tmp_path / "summary.md").read_text()

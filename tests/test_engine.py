@@ -14,11 +14,13 @@ from typing import Any
 import pytest
 from support import API_KEY, MODEL, Targets, case
 
-from conformance.assembly import Setup, run_suite
+from conformance.assembly import Setup
 from conformance.client import Client
-from conformance.engine import BUDGET, SKIPPED, Run, Settings
+from conformance.engine import Run, Settings, record_of
+from conformance.judging import ScenarioRun, SkipCause
 from conformance.requirements import REGISTRY, load_checks
 from conformance.results import Results, Tally
+from conformance.runner import run_suite
 from conformance.scenarios import SCENARIOS, UNKNOWN_MODEL
 from conformance.spec import load_spec
 from conformance.verdict import EXIT_CODES, coverage, decide
@@ -35,7 +37,8 @@ class NoPytest(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, NoPytest())
-from conformance.assembly import Setup, run_suite
+from conformance.assembly import Setup
+from conformance.runner import run_suite
 from conformance.engine import Settings
 
 outcome = run_suite(Setup(spec="nscale", settings=Settings(max_examples=2, concurrency=4)))
@@ -139,31 +142,40 @@ def test_independent_cases_overlap_but_are_judged_in_case_order(
     )
     assert peak[0] == 4, "at most --concurrency in flight, and that many"
     assert item.budget_note == "request budget spent (--budget-requests)"
-    assert item.results.meta[BUDGET] == item.budget_note
+    assert item.results.run_record.budget == item.budget_note and item.unsent == 2
 
 
 # -- the verdict and its coverage floor ------------------------------------------------------
 
 
-def _results(**tallies: tuple[int, int, int]) -> Results:
-    """Results in which every MUST passed once, except the given (checked, failed, unsupported)."""
+def _results(
+    spec: str = "aihubmix", settings: Settings | None = None, **tallies: tuple[int, int, int]
+) -> Results:
+    """Results in which every MUST passed once, except the given (checked, failed, unsupported);
+    its run record is that of a run of ``settings`` under ``spec``."""
     load_checks()
     results = Results.for_requirements(list(REGISTRY.values()))
     for rid, tally in results.tallies.items():
         tally.checked = 1
         if rid.replace("-", "_") in tallies:
             tally.checked, tally.failed, tally.unsupported = tallies[rid.replace("-", "_")]
+    results.run_record = record_of(load_spec(spec), settings or Settings())
+    return results
+
+
+def _with(results: Results, **changes: Any) -> Results:
+    results.run_record = results.run_record.with_(**changes)
     return results
 
 
 def test_every_must_exercised_passes() -> None:
-    verdict = decide(_results(), load_spec("aihubmix"), Settings())
+    verdict = decide(_results())
     assert (verdict.word, verdict.exit_code) == ("passed", 0)
 
 
 def test_an_untested_must_makes_the_run_incomplete_never_passed() -> None:
     results = _results(ECHO_PREFIX=(0, 0, 0))
-    verdict = decide(results, load_spec("aihubmix"), Settings())
+    verdict = decide(results)
     assert (
         (verdict.word, verdict.exit_code)
         == ("incomplete", EXIT_CODES["incomplete"])
@@ -180,44 +192,86 @@ def test_an_untested_must_makes_the_run_incomplete_never_passed() -> None:
     ]
 
 
+AUTH_SKIP = ScenarioRun(
+    "auth_probes", "skipped", SkipCause.NOT_DECLARED, "the spec declares no bearer auth",
+    ("AUTH-REQUIRED",),
+)  # fmt: skip
+
+
 def test_stated_reasons_keep_a_must_out_of_the_untested() -> None:
-    spec = load_spec("nscale")
     results = _results(
+        "nscale",
+        Settings(skip_checks=("STREAM-ECHO-PREFIX",)),
         FINISH_ENUM=(0, 0, 0),  # nscale declares no finish_reason enum: scope
         ECHO_PREFIX=(2, 0, 2),  # declined with a proper 4xx every time
         AUTH_REQUIRED=(0, 0, 0),  # its scenario was skipped for a stated reason
         STREAM_ECHO_PREFIX=(0, 0, 0),  # deselected
     )
-    results.meta[SKIPPED] = [{"reason": "no API key configured", "covers": ["AUTH-REQUIRED"]}]
-    settings = Settings(skip_checks=("STREAM-ECHO-PREFIX",))
-    cover = coverage(results, spec, settings)
+    _with(results, scenarios=(AUTH_SKIP,))
+    cover = coverage(results, results.run_record)
     reasons = {u.id: u.reason for u in cover.not_applicable}
     assert cover.untested == () and cover.deselected == ("STREAM-ECHO-PREFIX",)
     assert reasons["FINISH-ENUM"] == "the spec declares no finish_reason enum"
     assert "declined the feature with a proper 4xx (2x)" in reasons["ECHO-PREFIX"]
-    assert reasons["AUTH-REQUIRED"] == "scenario skipped: no API key configured"
-    assert decide(results, spec, settings).word == "passed"
+    assert reasons["AUTH-REQUIRED"] == "scenario skipped: the spec declares no bearer auth"
+    assert decide(results).word == "passed"
+
+
+@pytest.mark.parametrize(
+    "cause", [SkipCause.UNAVAILABLE, SkipCause.TARGET, SkipCause.BUDGET, SkipCause.RATE_LIMITED]
+)
+def test_a_scenario_not_run_for_any_other_reason_is_never_passed(cause: SkipCause) -> None:
+    """Only "the spec does not declare it" and a deselection may leave a scenario unrun in a
+    passed run; even when every MUST was exercised elsewhere, the run is incomplete."""
+    skipped = ScenarioRun("deep_fuzz", "skipped", cause, "the [fuzz] extra is not installed")
+    verdict = decide(_with(_results(), scenarios=(skipped,)))
+    assert verdict.word == "incomplete" and verdict.unrun == (
+        ("deep_fuzz", str(cause), "the [fuzz] extra is not installed"),
+    )
+    assert "deep_fuzz" in verdict.reasons[0]
+    excused = ScenarioRun("deep_fuzz", "skipped", SkipCause.DESELECTED, "deep fuzz is opt-in")
+    assert decide(_with(_results(), scenarios=(excused, AUTH_SKIP))).word == "passed"
+
+
+def test_an_unrun_scenario_covering_a_must_leaves_it_untested() -> None:
+    keyless = ScenarioRun(
+        "auth_probes", "skipped", SkipCause.UNAVAILABLE, "no API key configured", ("AUTH-REQUIRED",)
+    )
+    results = _with(_results(AUTH_REQUIRED=(0, 0, 0)), scenarios=(keyless,))
+    verdict = decide(results)
+    assert verdict.word == "incomplete"
+    assert verdict.coverage.untested[0].reason == "scenario not run: no API key configured"
 
 
 def test_a_spent_budget_is_a_reason_but_still_incomplete() -> None:
     results = _results(ECHO_PREFIX=(0, 0, 0))
-    results.meta[BUDGET] = "request budget spent (--budget-requests)"
-    verdict = decide(results, load_spec("aihubmix"), Settings())
+    _with(results, budget="request budget spent (--budget-requests)")
+    verdict = decide(results)
     assert verdict.word == "incomplete"
     assert "request budget spent" in verdict.coverage.untested[0].reason
 
 
-def test_failure_beats_incomplete_and_rate_limits_give_no_verdict() -> None:
-    spec = load_spec("aihubmix")
-    failed = _results(RESP_ID=(3, 1, 0), ECHO_PREFIX=(0, 0, 0))
-    assert decide(failed, spec, Settings()).failed == (("RESP-ID", 1, 3),)
-    assert (
-        decide(failed, spec, Settings(known_failures=frozenset({"RESP-ID"}))).word == "incomplete"
+def test_a_budget_cut_is_incomplete_even_with_every_must_exercised() -> None:
+    """The bug: every MUST was exercised by some scenario, the budget cut the others."""
+    note = "request budget spent (--budget-requests)"
+    cut = ScenarioRun("valid_streams[batch1of4]", "skipped", SkipCause.BUDGET, note, unsent=5)
+    verdict = decide(_with(_results(), budget=note, scenarios=(cut,)))
+    assert verdict.word == "incomplete" and verdict.coverage.untested == ()
+    assert verdict.reasons == (
+        "1 scenario item(s) not run or cut short because request budget spent "
+        "(--budget-requests): valid_streams[batch1of4]",
     )
-    limited = _results(ECHO_PREFIX=(0, 0, 0))
-    limited.meta["no_verdict"] = "the target kept answering 429"
-    assert (decide(limited, spec, Settings()).word, EXIT_CODES["no-verdict"]) == ("no-verdict", 6)
-    assert decide(_results(), spec, Settings(), runner_error="boom").word == "error"
+
+
+def test_failure_beats_incomplete_and_rate_limits_give_no_verdict() -> None:
+    failed = _results(RESP_ID=(3, 1, 0), ECHO_PREFIX=(0, 0, 0))
+    assert decide(failed).failed == (("RESP-ID", 1, 3),)
+    _with(failed, known_failures=("RESP-ID",))
+    assert decide(failed).word == "incomplete"
+    assert decide(_with(failed, baseline_new_failures=("RESP-ID",))).word == "failed"
+    limited = _with(_results(ECHO_PREFIX=(0, 0, 0)), no_verdict="the target kept answering 429")
+    assert (decide(limited).word, EXIT_CODES["no-verdict"]) == ("no-verdict", 6)
+    assert decide(_with(_results(), errors=("boom",))).word == "error"
 
 
 def test_required_capabilities_fail_the_run() -> None:
@@ -227,16 +281,13 @@ def test_required_capabilities_fail_the_run() -> None:
         "echo": {"outcome": "offered", "detail": ""},
         "logprobs:1": {"outcome": "declined", "detail": "400 with the envelope"},
     }
-    settings = Settings(require_capabilities=("echo", "logprobs", "suffix"))
-    verdict = decide(results, load_spec("aihubmix"), settings)
+    verdict = decide(_with(results, require_capabilities=("echo", "logprobs", "suffix")))
     assert verdict.word == "failed"
     assert verdict.reasons == (
         "required capabilities not offered: logprobs:1: declined (400 with the envelope), "
         "suffix: not probed in this run",
     )
-    assert decide(
-        results, load_spec("aihubmix"), Settings(require_capabilities=("echo",))
-    ).word == ("passed")
+    assert decide(_with(results, require_capabilities=("echo",))).word == "passed"
 
 
 def test_a_skipped_scenario_records_its_reason(targets: Targets) -> None:
@@ -252,7 +303,11 @@ def test_a_skipped_scenario_records_its_reason(targets: Targets) -> None:
     finally:
         keyless.close()
     assert outcome.word == "skipped" and "no API key" in outcome.message
-    assert item.results.meta[SKIPPED] == [{"reason": outcome.message, "covers": ["AUTH-REQUIRED"]}]
+    assert item.results.run_record.scenarios == (
+        ScenarioRun(
+            "auth_probes", "skipped", SkipCause.UNAVAILABLE, outcome.message, ("AUTH-REQUIRED",)
+        ),
+    )
 
 
 def test_tally_defaults_mean_not_tested() -> None:
@@ -272,3 +327,23 @@ def test_a_broken_scenario_is_an_error_not_a_pass() -> None:
     assert [p.outcome.word for p in outcome.played] == ["passed", "error"]
     assert (outcome.verdict.word, outcome.verdict.exit_code) == ("error", 3)
     assert outcome.verdict.reasons == ("broken: RuntimeError: a bug in a scenario",)
+
+
+def test_a_run_is_told_as_typed_events() -> None:
+    """RunStarted, an ExchangeJudged per judged request, a ScenarioFinished per item (with
+    why, when it did not run), RunFinished last with the verdict the core decided."""
+    from conformance.events import ExchangeJudged, RunFinished, RunStarted, ScenarioFinished
+    from conformance.scenarios import DEEP_FUZZ
+
+    heard: list[Any] = []
+    outcome = run_suite(Setup(), scenarios=(UNKNOWN_MODEL, DEEP_FUZZ), listeners=[heard.append])
+    assert isinstance(heard[0], RunStarted) and heard[0].record.musts
+    assert heard[-1] == RunFinished(outcome.verdict)
+    judged = [e for e in heard if isinstance(e, ExchangeJudged)]
+    assert len(judged) == 1 and judged[0].status == 404 and judged[0].failed == ()
+    finished = [e.run for e in heard if isinstance(e, ScenarioFinished)]
+    assert [(r.id, r.outcome, r.cause) for r in finished] == [
+        ("unknown_model", "passed", None),
+        ("deep_fuzz", "skipped", SkipCause.DESELECTED),
+    ]
+    assert tuple(finished) == outcome.results.run_record.scenarios

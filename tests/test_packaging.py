@@ -40,6 +40,7 @@ def test_wheel_carries_packages_specs_and_entry_point(wheel: Path) -> None:
     assert "conformance/_specs/nscale.yaml" in names
     assert "conformance/_specs/aihubmix.yaml" in names
     assert "conformance/_specs/openai.yaml" in names
+    assert "conformance/py.typed" in names  # the public API is typed for its users
     assert any(n.startswith("strategies/") for n in names)
     assert any(n.startswith("reports/") and n.endswith(".j2") for n in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from conformance.assembly import Setup, run_suite
+from conformance.assembly import Setup
 from conformance.engine import Settings
 from conformance.errata import ERRATA
 from conformance.plugin import SUITE_DIR
 from conformance.policies import POLICIES
+from conformance.runner import run_suite
 from conformance.spec import load_spec
 
 POLICY_IDS = [p.id for p in POLICIES]

@@ -13,6 +13,7 @@ import pytest
 import reports
 from conformance.case import Case
 from conformance.exchange import Exchange, Headers
+from conformance.judging import ShardMismatch
 from conformance.requirements import Level, Requirement
 from conformance.results import Finding, Results, latency_summary
 from reports.html import render_html
@@ -172,8 +173,11 @@ def test_merged_shards_cover_what_each_left_untested(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "out" / "results.json").read_text())
     assert data["meta"]["verdict"] == "passed" and data["meta"]["coverage"]["untested"] == []
     assert (tmp_path / "out" / "summary.md").exists()
-    merged = merge([_shard(1), _shard(3)])  # the merge itself; the guard is in main
-    assert merged.meta["verdict"] == "incomplete"
+    with pytest.raises(ShardMismatch, match="shard 2/3 missing"):  # merge() guards too
+        merge([_shard(1), _shard(3)])
+    merged, verdict = merge([_shard(1, 2), _shard(2, 2)])  # AUTH-REQUIRED ran in shard 2
+    assert merged.meta["verdict"] == verdict.word == "passed"
+    assert merged.meta["coverage"]["untested"] == []
 
 
 @pytest.mark.parametrize(

@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 import yaml
 
-from conformance.assembly import Setup, run_suite
+from conformance.assembly import Setup
 from conformance.engine import Settings
+from conformance.runner import run_suite
 from conformance.spec import BUILTIN_SPECS, specs_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))

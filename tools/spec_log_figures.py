@@ -24,8 +24,9 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 import request_log  # noqa: E402
 import test_spec_tightened_log as proof  # type: ignore[import-not-found]  # noqa: E402
 
-from conformance.assembly import Setup, run_suite  # noqa: E402
+from conformance.assembly import Setup  # noqa: E402
 from conformance.engine import Settings  # noqa: E402
+from conformance.runner import run_suite  # noqa: E402
 from conformance.scenarios import DEEP_FUZZ  # noqa: E402
 from conformance.spec import BUILTIN_SPECS, specs_dir  # noqa: E402
 

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from conformance.exceptions import ConformanceError
+
 __all__ = ["FLAVORS", "ApiError", "ErrorReply", "Flavor", "Head", "Origin", "dumps", "envelope"]
 
 
@@ -59,7 +61,7 @@ FLAVORS: Mapping[str, Flavor] = {
 Origin = Literal["auth", "invalid", "model", "capability", "rate", "server", "route"]
 
 
-class ApiError(Exception):
+class ApiError(ConformanceError):
     """A refusal, carrying what the error envelope and status line need."""
 
     def __init__(

@@ -1,0 +1,233 @@
+"""The run's verdict, decided once, from the tallies and the typed run record.
+
+Never a false green: a run is ``passed`` only when every MUST requirement that applies
+was exercised and held, or has a stated reason why it could not apply (the spec does not
+declare the feature, the target declined it with a proper 4xx, it was deselected), and
+every scenario ran, or was not run for one of those reasons. A budget that cut the run
+short, a missing generator, a probe the target left nothing for: ``incomplete``, naming
+what was not run. The engine, the pytest plugin, conformance-merge, the reports and the
+tools all call :func:`decide`; none decides on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from conformance.judging.record import RunRecord, SkipCause, scenario_names
+from conformance.requirements import REGISTRY, Level, load_checks
+
+if TYPE_CHECKING:
+    from conformance.results import Results, Tally
+    from conformance.spec import Spec
+
+EXIT_CODES = {
+    "passed": 0,
+    "failed": 1,
+    "error": 3,
+    "bad-input": 4,
+    "no-verdict": 6,
+    "incomplete": 7,
+}
+WORDS = ("passed", "failed", "incomplete", "no-verdict", "error")
+
+
+@dataclass(frozen=True, slots=True)
+class Uncovered:
+    """A MUST requirement that ended neither passed nor failed, and why."""
+
+    id: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"id": self.id, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """The MUSTs untested, not applicable, and deselected (``meta["coverage"]``)."""
+
+    untested: tuple[Uncovered, ...] = ()
+    not_applicable: tuple[Uncovered, ...] = ()
+    deselected: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "untested": [u.to_json() for u in self.untested],
+            "not_applicable": [u.to_json() for u in self.not_applicable],
+            "deselected": list(self.deselected),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The run's word (one of WORDS), why, the failed requirements and the coverage.
+
+    ``unrun``: the scenario items not run (or cut short) for a reason a pass cannot excuse,
+    as ``(item, cause, reason)``.
+    """
+
+    word: str
+    reasons: tuple[str, ...] = ()
+    failed: tuple[tuple[str, int, int], ...] = ()  # (requirement, failed, checked)
+    coverage: Coverage = field(default_factory=Coverage)
+    unrun: tuple[tuple[str, str, str], ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.word]
+
+    def store(self, results: Results) -> None:
+        """Write the verdict, its reasons and the coverage into ``results.meta`` for the
+        reports (presentation: the decision itself is this object)."""
+        results.meta["verdict"] = self.word
+        results.meta["verdict_reasons"] = list(self.reasons)
+        results.meta["coverage"] = self.coverage.to_json()
+        results.meta["not_run"] = [
+            {"scenario": s, "cause": c, "reason": r} for s, c, r in self.unrun
+        ]
+
+
+def deciding_levels(*, strict: bool) -> frozenset[str]:
+    """The levels whose failures fail the run (SHOULD too under ``--strict-should``)."""
+    return frozenset({Level.MUST.value} | ({Level.SHOULD.value} if strict else set()))
+
+
+def applicability(spec: Spec, selected: Callable[[str], bool]) -> dict[str, Any]:
+    """The record's view of the registry under ``spec``: every MUST, why each that cannot
+    apply under ``spec`` does not, and the deselected ones (RunRecord fields)."""
+    load_checks()
+    musts = tuple(rid for rid, req in REGISTRY.items() if req.under(spec).level == Level.MUST)
+    not_applicable = {}
+    for rid in musts:
+        reason = REGISTRY[rid].not_applicable(spec)
+        if reason:
+            not_applicable[rid] = reason
+    deselected = tuple(rid for rid in musts if not selected(rid))
+    return {"musts": musts, "not_applicable": not_applicable, "deselected": deselected}
+
+
+def coverage(results: Results, record: RunRecord) -> Coverage:
+    """Where each applicable MUST requirement ended, when it ended neither passed nor failed."""
+    # Per requirement, the skip that left it unjudged; one a pass cannot excuse wins, so the
+    # order the items were played in (or the shards merged in) never matters.
+    skipped: dict[str, tuple[bool, str]] = {}
+    for run in sorted(record.scenarios, key=lambda r: (r.excused, r.id, r.reason)):
+        if run.cause is not None and run.unsent == 0:
+            for rid in run.covers:
+                skipped.setdefault(rid, (run.excused, run.reason))
+    untested, not_applicable, deselected = [], [], []
+    for rid in record.musts:
+        if rid in record.deselected:
+            deselected.append(rid)
+            continue
+        tally = results.tallies.get(rid)
+        if tally is not None and (tally.failed or tally.checked > tally.unsupported):
+            continue  # exercised: passed or failed
+        reason = record.not_applicable.get(rid)
+        if reason:
+            not_applicable.append(Uncovered(rid, reason))
+        elif tally is not None and tally.unsupported:
+            why = f"the target declined the feature with a proper 4xx ({tally.unsupported}x)"
+            not_applicable.append(Uncovered(rid, why))
+        elif rid in skipped and skipped[rid][0]:
+            not_applicable.append(Uncovered(rid, f"scenario skipped: {skipped[rid][1]}"))
+        elif rid in skipped:
+            untested.append(Uncovered(rid, f"scenario not run: {skipped[rid][1]}"))
+        elif record.budget:
+            untested.append(Uncovered(rid, f"not exercised before the {record.budget}"))
+        else:
+            untested.append(Uncovered(rid, "no exchange of this run exercised it"))
+    return Coverage(tuple(untested), tuple(not_applicable), tuple(deselected))
+
+
+def failing(results: Results, record: RunRecord) -> list[Tally]:
+    """The requirements whose failures decide: deciding level, not known from the baseline
+    (unless failing with a new fingerprint), or any whose check raised."""
+    new = frozenset(record.baseline_new_failures or ())
+    known = frozenset(record.known_failures) - new
+    return results.failing(strict=record.strict, known=known)
+
+
+def unmet_capabilities(results: Results, required: Iterable[str]) -> list[str]:
+    """The required capabilities the target did not offer (conformance.capabilities.unmet)."""
+    names = list(required)
+    if not names:
+        return []
+    from conformance import capabilities
+
+    return list(capabilities.unmet(results, names))
+
+
+def _unrun_reasons(record: RunRecord) -> tuple[list[str], tuple[tuple[str, str, str], ...]]:
+    unrun = record.unrun()
+    listed = tuple((s.id, str(s.cause), s.reason) for s in unrun)
+    reasons = []
+    cut = [s for s in unrun if s.cause == SkipCause.BUDGET]
+    if cut:
+        note = record.budget or "the budget ran out"
+        reasons.append(
+            f"{len(cut)} scenario item(s) not run or cut short because {note}: "
+            f"{scenario_names(cut)}"
+        )
+    elif record.budget:
+        reasons.append(f"the run was cut short: {record.budget}")
+    other = [s for s in unrun if s.cause != SkipCause.BUDGET]
+    for s in other:
+        reasons.append(f"scenario {s.id} not run ({s.cause}): {s.reason}")
+    return reasons, listed
+
+
+def decide(results: Results, record: RunRecord | None = None, *, partial: bool = False) -> Verdict:
+    """The run's verdict from its merged tallies and its record (``results.run_record``
+    unless given): failed, then no-verdict, then error, then incomplete, then passed.
+
+    ``partial``: the Results are one shard of a run; what a shard did not cover is listed
+    but judged only once the shards are merged (conformance-merge), so it does not decide.
+    """
+    if record is None:
+        record = results.run_record
+        record = RunRecord.from_meta(results.meta) if record.blank else record
+    failing_now = failing(results, record)
+    failed = tuple((t.id, t.failed, t.checked) for t in failing_now)
+    cover = coverage(results, record)
+    errors = [t.id for t in results.errors()]
+    unmet = unmet_capabilities(results, record.require_capabilities)
+    reasons: list[str] = []
+    if failing_now:
+        ids = ", ".join(t.id for t in failing_now)
+        reasons.append(f"{len(failing_now)} requirement(s) failed: {ids}")
+    if unmet:
+        reasons.append(f"required capabilities not offered: {', '.join(unmet)}")
+    unrun_reasons, unrun = _unrun_reasons(record)
+    if failing_now or unmet:
+        return Verdict("failed", tuple(reasons), failed, cover, unrun)
+    if record.no_verdict:
+        return Verdict("no-verdict", (record.no_verdict,), failed, cover, unrun)
+    if record.errors or errors:
+        why = (
+            record.errors[0]
+            if record.errors
+            else (f"a check raised an unexpected error: {', '.join(errors)}")
+        )
+        return Verdict("error", (why,), failed, cover, unrun)
+    untested = bool(cover.untested) and not partial
+    if untested or unrun_reasons:
+        if untested:
+            unrun_reasons.insert(0, f"{len(cover.untested)} MUST requirement(s) untested")
+        return Verdict("incomplete", tuple(unrun_reasons), failed, cover, unrun)
+    return Verdict("passed", (), failed, cover, unrun)
+
+
+def verdict_word(results: Results) -> str:
+    """The verdict a report shows: the word recorded when the run kept its record (decided
+    by :func:`decide` at the end of the run), else decided now from what it recorded
+    (an older results.json): its recorded word, but never ``passed`` over what ``decide``
+    finds untested, failed or broken."""
+    recorded = results.meta.get("verdict")
+    word = recorded if isinstance(recorded, str) and recorded else None
+    if word is not None and not results.run_record.blank:
+        return word
+    decided = decide(results).word
+    return decided if word is None or word == "passed" else word
