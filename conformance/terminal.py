@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from conformance.engine import SKIPPED, status_summary
+from conformance.engine import status_summary
 from conformance.results import Results
 from conformance.spec import Spec
 from conformance.verdict import Verdict
@@ -94,14 +94,13 @@ def _not_run(results: Results, tests_deselected: int) -> list[str]:
     """What was not run, and why: skipped scenarios (with the requirements they leave
     unjudged) and suite tests deselected on pytest's side (-k, -m, --shard...)."""
     lines, seen = [], set()
-    for entry in results.meta.get(SKIPPED, []):
-        reason = str(entry.get("reason", ""))
-        if reason in seen:
+    for run in results.run_record.scenarios:  # the record the verdict was decided from
+        if run.cause is None or (run.cause, run.reason) in seen:
             continue
-        seen.add(reason)
-        covers = entry.get("covers") or []
-        leaves = f" (leaves {', '.join(covers)} unjudged)" if covers else ""
-        lines.append(f"not run: a scenario was skipped: {reason}{leaves}")
+        seen.add((run.cause, run.reason))
+        leaves = f" (leaves {', '.join(run.covers)} unjudged)" if run.covers else ""
+        cut = f", {run.unsent} request(s) unsent" if run.unsent else ""
+        lines.append(f"not run ({run.cause}{cut}): {run.id}: {run.reason}{leaves}")
     if tests_deselected:
         lines.append(
             f"not run: {tests_deselected} suite test(s) deselected (pytest -k/-m, --shard); "
