@@ -329,7 +329,9 @@ def _declared_defaults(run: Run, _: Any) -> list[Case]:
 
     if default_max_tokens(run.spec) is None:
         raise ScenarioSkipped(
-            "the spec declares no default for max_tokens", ("MAX-TOKENS-DEFAULT",)
+            "the spec declares no default for max_tokens",
+            ("MAX-TOKENS-DEFAULT",),
+            SkipCause.NOT_DECLARED,
         )
     body = {
         "model": run.settings.model,
