@@ -25,22 +25,18 @@ from conformance.results import Results, Tally
 ATTRIBUTION = "attribution"
 
 #: Each witness, in the order settled, and the requirements that judge it on its own
-#: terms (a failure of one of them shows the target gets the witness wrong).
+#: terms: a failure of one of them shows the target gets the witness wrong. Only judges of
+#: the count itself: a prompt count (USAGE-PROMPT-TOKENS), a usage chunk in the wrong place
+#: (STREAM-USAGE) or tokens rendered unlike the text (LOGPROBS-TOKENS-TEXT) say nothing of
+#: how many tokens were generated.
 SHOWN_BY: dict[str, tuple[str, ...]] = {
     "logprobs": (
         "LOGPROBS-SHAPE",
         "STREAM-LOGPROBS-SHAPE",
         "LOGPROBS-OFFSETS",
         "STREAM-LOGPROBS-OFFSETS",
-        "LOGPROBS-TOKENS-TEXT",
     ),
-    "usage": (
-        "USAGE-TOTAL",
-        "USAGE-PROMPT-TOKENS",
-        "USAGE-COMPLETION-TOKENS",
-        "STREAM-USAGE",
-        "STREAM-USAGE-UNREQUESTED",
-    ),
+    "usage": ("USAGE-COMPLETION-TOKENS",),
 }
 
 

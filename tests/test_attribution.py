@@ -149,3 +149,18 @@ def test_cumulative_logprobs_with_echo_are_one_finding() -> None:
     results = run(stream_exchange(case, chunks))
     attribute(results)
     assert failing(results) == {"STREAM-LOGPROBS-OFFSETS"}
+
+
+def test_a_wrong_prompt_count_does_not_withhold_a_completion_count() -> None:
+    # USAGE-PROMPT-TOKENS says nothing of how many tokens were generated: FINISH-LENGTH,
+    # counted by completion_tokens, stands.
+    plain = req()
+    body = completion_for(plain)
+    body["choices"][0]["finish_reason"] = "length"
+    body = off_by_one(body)
+    other = completion_for(plain)
+    other["usage"]["prompt_tokens"] = 0
+    other["usage"]["total_tokens"] = other["usage"]["completion_tokens"]
+    results = run(body_exchange(plain, body), body_exchange(plain, other))
+    attribute(results)
+    assert failing(results) == {"FINISH-LENGTH", "USAGE-PROMPT-TOKENS"}

@@ -962,7 +962,28 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
     "dies-on-one-item-prompt-list": lambda p: (
         [p.post(prompt=["Say hi"]), p.post()][1].status_code == 404
     ),
+    "logprobs-declared-default": lambda p: (
+        p.json()["choices"][0].get("logprobs") is not None
+        and all(c["choices"][0].get("logprobs") for c in _content(p.chunks()))
+    ),
+    "top-logprobs-short": lambda p: all(len(t) == 1 for t in _lp(p, 3)["top_logprobs"]),
+    "stream-text-offset-stalled": lambda p: _streamed_offsets(p) == [0] * len(_streamed_offsets(p)),
+    "stream-logprobs-cumulative": lambda p: (
+        lambda lps: len(lps) > 1 and lps[1]["tokens"][: len(lps[0]["tokens"])] == lps[0]["tokens"]
+    )(_streamed_logprobs(p)),
+    "usage-completion-off-by-one": lambda p: (
+        lambda b: len(b["choices"][0]["logprobs"]["tokens"]) == b["usage"]["completion_tokens"] + 1
+    )(p.json(logprobs=1, max_tokens=4)),
 }
+
+
+def _streamed_logprobs(p: Probe) -> list[dict[str, Any]]:
+    chunks = _content(p.chunks(logprobs=1, max_tokens=6))
+    return [c["choices"][0]["logprobs"] for c in chunks if c["choices"][0].get("logprobs")]
+
+
+def _streamed_offsets(p: Probe) -> list[int]:
+    return [o for lp in _streamed_logprobs(p) for o in lp["text_offset"]]
 
 
 #: Faults whose violation only exists under one flavor, probed there.
