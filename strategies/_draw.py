@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
-from hypothesis.strategies import DataObject, SearchStrategy
+from hypothesis.strategies import SearchStrategy
 
 T = TypeVar("T")
 # Spreads the per-value seeds of different seed_values apart (a large prime).
@@ -46,6 +46,21 @@ class CannotDraw(Exception):
     """Hypothesis found no value of the strategy for this seed (every draw was rejected)."""
 
 
+# The test a value is drawn in, compiled from this text rather than written as a def here:
+# on every run Hypothesis keys the test by a digest of its source (inspect.getsource, then
+# ast.parse and tokenize), a third of a draw's cost, and the name alone when it has no
+# source file. CPython 3.11's ast is also not thread-safe: parsing on a drawing thread
+# while another thread parses (an import being assertion-rewritten) can crash either.
+# ``salt`` 0 is the run's first, simplest example: it draws nothing.
+_COLLECT = compile(
+    "def collect(salt, data):\n"
+    "    if salt and drawer.strategy is not None:\n"
+    "        drawer.drawn.append(data.draw(drawer.strategy))\n",
+    "<strategies._draw: a value's test>",
+    "exec",
+)
+
+
 class _Drawer(threading.local):
     """One ``@given`` test per thread, run once per value with that value's ``@seed``.
 
@@ -57,14 +72,9 @@ class _Drawer(threading.local):
     def __init__(self) -> None:
         self.strategy: SearchStrategy[Any] | None = None
         self.drawn: list[Any] = []
-
-        @_SETTINGS
-        @given(_SALT, st.data())
-        def collect(salt: int, data: DataObject) -> None:
-            if salt and self.strategy is not None:  # salt 0: the simplest example
-                self.drawn.append(data.draw(self.strategy))
-
-        self.collect: Callable[[], None] = collect
+        namespace: dict[str, Any] = {"drawer": self}
+        exec(_COLLECT, namespace)
+        self.collect: Callable[[], None] = _SETTINGS(given(_SALT, st.data())(namespace["collect"]))
 
     def one(self, strategy: SearchStrategy[T], seed_value: int) -> list[T]:
         """The value for ``seed_value`` (a list of one), or an empty list."""

@@ -4,14 +4,34 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import anyio._backends._asyncio
+import anyio._core._sockets
+import anyio._core._synchronization
+import anyio._core._tasks  # noqa: F401
 import httpcore  # noqa: F401  (see below)
 import pytest
+from hypothesis import strategies as st
 from support import Targets
+
+from strategies import draw
 
 # pytester's in-process runs drop the modules they imported. httpx maps httpcore's
 # exceptions through a table it fills on first use: if httpcore were first imported inside
 # one inner run, a later inner run would import it afresh and its ReadTimeout would no
 # longer match the table (it escapes unmapped). Importing it here keeps one httpcore.
+#
+# For the same reason, anyio's modules that a reference target's server thread imports on
+# its first requests are imported here: else every inner run imports them again on that
+# thread, assertion-rewriting them (ast.parse) while the main thread parses too (pytest
+# rewriting a test module, Hypothesis reading a local module's constants), and CPython
+# 3.11's ast is not thread-safe ("AST constructor recursion depth mismatch": the target
+# answers 500). One draw first, likewise, loads what Hypothesis imports on its first run
+# (a session fixture: Hypothesis warns of draws while conftest files load).
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _hypothesis_loaded() -> None:
+    draw(st.lists(st.integers(0, 10**6), min_size=50, max_size=50), 1)
 
 
 @pytest.fixture(scope="session")
