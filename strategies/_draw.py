@@ -13,8 +13,10 @@ What "same seed, same requests" rests on: the seed, the Hypothesis version (a ne
 may draw differently; tests/test_draw_determinism.py pins it across processes), and the
 literals of the *local* modules loaded at the time (Hypothesis mixes string and number
 constants of non-installed modules into its draws now and then; from an installed suite
-none of ours are local; from a checkout the same command loads the same modules). The
-suite used to switch those constants off through a private attribute; that is gone.
+none of ours are local; from a checkout the same command loads the same modules).
+Hypothesis reads those constants with ``ast.parse`` on the drawing thread (and caches
+them under ``.hypothesis/`` in the working directory). The suite used to switch them off
+through a private attribute; there is no public switch, so they stay.
 """
 
 from __future__ import annotations
