@@ -80,7 +80,7 @@ def _prints(tally: Tally | None) -> set[str]:
         return set()
     # A failure recorded without a fingerprint (it cannot happen in schema 2, but a hand-made
     # file could) still counts, under the requirement alone.
-    return set(tally.fingerprints) or {f"{tally.id}||"}
+    return set(tally.fingerprints) or {f"{tally.id}|||"}
 
 
 def compare_to_baseline(current: Results, baseline: Results) -> BaselineDiff:

@@ -13,8 +13,10 @@ What "same seed, same requests" rests on: the seed, the Hypothesis version (a ne
 may draw differently; tests/test_draw_determinism.py pins it across processes), and the
 literals of the *local* modules loaded at the time (Hypothesis mixes string and number
 constants of non-installed modules into its draws now and then; from an installed suite
-none of ours are local; from a checkout the same command loads the same modules). The
-suite used to switch those constants off through a private attribute; that is gone.
+none of ours are local; from a checkout the same command loads the same modules).
+Hypothesis reads those constants with ``ast.parse`` on the drawing thread (and caches
+them under ``.hypothesis/`` in the working directory). The suite used to switch them off
+through a private attribute; there is no public switch, so they stay.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any, TypeVar
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
-from hypothesis.strategies import DataObject, SearchStrategy
+from hypothesis.strategies import SearchStrategy
 
 T = TypeVar("T")
 # Spreads the per-value seeds of different seed_values apart (a large prime).
@@ -46,6 +48,21 @@ class CannotDraw(Exception):
     """Hypothesis found no value of the strategy for this seed (every draw was rejected)."""
 
 
+# The test a value is drawn in, compiled from this text rather than written as a def here:
+# on every run Hypothesis keys the test by a digest of its source (inspect.getsource, then
+# ast.parse and tokenize), a third of a draw's cost, and the name alone when it has no
+# source file. CPython 3.11's ast is also not thread-safe: parsing on a drawing thread
+# while another thread parses (an import being assertion-rewritten) can crash either.
+# ``salt`` 0 is the run's first, simplest example: it draws nothing.
+_COLLECT = compile(
+    "def collect(salt, data):\n"
+    "    if salt and drawer.strategy is not None:\n"
+    "        drawer.drawn.append(data.draw(drawer.strategy))\n",
+    "<strategies._draw: a value's test>",
+    "exec",
+)
+
+
 class _Drawer(threading.local):
     """One ``@given`` test per thread, run once per value with that value's ``@seed``.
 
@@ -57,14 +74,9 @@ class _Drawer(threading.local):
     def __init__(self) -> None:
         self.strategy: SearchStrategy[Any] | None = None
         self.drawn: list[Any] = []
-
-        @_SETTINGS
-        @given(_SALT, st.data())
-        def collect(salt: int, data: DataObject) -> None:
-            if salt and self.strategy is not None:  # salt 0: the simplest example
-                self.drawn.append(data.draw(self.strategy))
-
-        self.collect: Callable[[], None] = collect
+        namespace: dict[str, Any] = {"drawer": self}
+        exec(_COLLECT, namespace)
+        self.collect: Callable[[], None] = _SETTINGS(given(_SALT, st.data())(namespace["collect"]))
 
     def one(self, strategy: SearchStrategy[T], seed_value: int) -> list[T]:
         """The value for ``seed_value`` (a list of one), or an empty list."""

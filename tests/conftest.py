@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import anyio._backends._asyncio
+import anyio._core._sockets
+import anyio._core._synchronization
+import anyio._core._tasks  # noqa: F401
 import httpcore  # noqa: F401  (see below)
 import pytest
+from hypothesis import strategies as st
 from support import Targets
+
+import conformance.engine
+import conformance.scenarios  # noqa: F401
+from strategies import draw
 
 # pytester's in-process runs drop the modules they imported. httpx maps httpcore's
 # exceptions through a table it fills on first use: if httpcore were first imported inside
@@ -15,8 +24,19 @@ from support import Targets
 # Likewise the suite's scenarios: ``from conformance import scenarios`` (the suite's test
 # modules) finds the module a previous inner run left on the package, bound to that run's
 # engine, whose ScenarioSkipped a re-imported engine would no longer catch.
-import conformance.engine
-import conformance.scenarios  # noqa: F401
+#
+# For the same reason, anyio's modules that a reference target's server thread imports on
+# its first requests are imported here: else every inner run imports them again on that
+# thread, assertion-rewriting them (ast.parse) while the main thread parses too (pytest
+# rewriting a test module, Hypothesis reading a local module's constants), and CPython
+# 3.11's ast is not thread-safe ("AST constructor recursion depth mismatch": the target
+# answers 500). One draw first, likewise, loads what Hypothesis imports on its first run
+# (a session fixture: Hypothesis warns of draws while conftest files load).
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _hypothesis_loaded() -> None:
+    draw(st.lists(st.integers(0, 10**6), min_size=50, max_size=50), 1)
 
 
 @pytest.fixture(scope="session")
