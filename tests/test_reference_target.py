@@ -951,6 +951,7 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
     "max-tokens-default-ignored": lambda p: (
         p.json(max_tokens=None)["usage"]["completion_tokens"] > 16
     ),
+    "echo-logprobs-completion-only": lambda p: _lp(p, echo=True, max_tokens=0)["tokens"] == [],
     "dies-on-one-item-prompt-list": lambda p: (
         [p.post(prompt=["Say hi"]), p.post()][1].status_code == 404
     ),
