@@ -9,6 +9,8 @@ requests the suite already sends (edges, the SDK's). Nothing here spends a reque
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from conformance.checks.common import choices_of, completion, declares, is_int
 from conformance.checks.logprobs import arrays, logprobs_objects, path_of, requested_logprobs
 from conformance.checks.tokens import USAGE_TEXT, include_usage
@@ -118,6 +120,10 @@ def stream_usage_matches(ctx: Context) -> None:
 # -- echo with logprobs: the prompt is scored ------------------------------------------------
 
 
+def _rising(offsets: list[object]) -> bool:
+    return all(is_int(a) and is_int(b) and a <= b for a, b in pairwise(offsets))
+
+
 def _scores_prompt(ctx: Context) -> bool:
     body = ctx.case.body
     return (
@@ -153,6 +159,11 @@ def echo_logprobs_prompt(ctx: Context) -> None:
         found = arrays(lp)
         tokens, offsets = found.get("tokens"), found.get("text_offset")
         where = f"{path_of(name)}.logprobs"
+        if len({len(a) for a in found.values()}) > 1 or not _rising(offsets or []):
+            continue  # arrays of different lengths or offsets out of order: LOGPROBS-*'s
+        text = choice.get("text")
+        if isinstance(prompt, str) and not (isinstance(text, str) and text.startswith(prompt)):
+            continue  # the prompt was not echoed at all: ECHO-PREFIX's finding
         if isinstance(prompt, list) and prompt and all(is_int(t) for t in prompt):
             if tokens is not None and len(tokens) < len(prompt):
                 raise Violation(
