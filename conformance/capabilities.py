@@ -30,6 +30,9 @@ from conformance.spec import Spec
 
 TAG = "cap:"
 PROMPT = "Say something"
+TOKEN_PROMPT = [15, 16, 17]
+#: Probes judged against another probe's answer: feature -> the feature it compares with.
+COMPARED_WITH = {"echo:tokens": "prompt:tokens"}
 SEED = 1234
 #: Stop sequences sent when the spec sets no limit on their number.
 DEFAULT_STOP_LIMIT = 4
@@ -99,7 +102,7 @@ def capability_probes(
         ("suffix", {**plain, "suffix": " The end."}),
         ("prompt:string", {**plain, "prompt": PROMPT}),
         ("prompt:strings", {**plain, "prompt": [PROMPT, "Say more"]}),
-        ("prompt:tokens", {**plain, "prompt": [15, 16, 17]}),
+        ("prompt:tokens", {**plain, "prompt": TOKEN_PROMPT}),
         ("prompt:token-lists", {**plain, "prompt": [[15, 16], [17, 18]]}),
         (
             "include_usage",
@@ -113,6 +116,11 @@ def capability_probes(
         wanted.append(("logprobs:max", {**plain, "logprobs": top}))
     stops = _limit(spec, "stop", "maxItems") or DEFAULT_STOP_LIMIT
     wanted.append(("stop:max", {**plain, "stop": [f"\u2042{i}" for i in range(stops)]}))
+    # A feature in each form real servers treat apart: `stop` as a single string as well
+    # as a list; echo with a token-id prompt as well as a text one (after prompt:tokens,
+    # whose answer shows what echo adds: see _no_echo_tokens).
+    wanted.append(("stop:string", {**plain, "stop": "\u20420"}))
+    wanted.append(("echo:tokens", {**plain, "prompt": TOKEN_PROMPT, "echo": True}))
     for field in spec.request_properties:
         if field != "model":
             wanted.append((f"null:{field}", {**plain, field: None}))
@@ -182,6 +190,16 @@ def _no_echo(case: Case, ex: Exchange, _: Sequence[Exchange]) -> str | None:
     return None if _text(ex).startswith(PROMPT) else "the answer does not start with the prompt"
 
 
+def _no_echo_tokens(case: Case, ex: Exchange, related: Sequence[Exchange]) -> str | None:
+    """The same token-id prompt without echo (the prompt:tokens probe, temperature 0) got
+    the same text: echo added nothing. Unobservable without that answer."""
+    if not related or related[0].status != 200 or related[0].case.body.get("echo"):
+        return None
+    if _text(ex) == _text(related[0]):
+        return "the same text as the token-id prompt without echo"
+    return None
+
+
 def _no_logprobs(case: Case, ex: Exchange, _: Sequence[Exchange]) -> str | None:
     if any(isinstance(c.get("logprobs"), dict) for c in _choices(ex)):
         return None
@@ -210,6 +228,7 @@ def _not_repeated(case: Case, ex: Exchange, related: Sequence[Exchange]) -> str 
 
 EFFECTS: dict[str, Callable[[Case, Exchange, Sequence[Exchange]], str | None]] = {
     "echo": _no_echo,
+    "echo:tokens": _no_echo_tokens,
     "logprobs": _no_logprobs,
     "logprobs:max": _no_logprobs,
     "n": _choice_count,

@@ -31,12 +31,16 @@ DOWN_NOTE = "the target stopped serving (TARGET-ALIVE): not sent"
 
 
 def alive(exchange: Exchange) -> bool:
-    """The minimal request got what the preflight asked for (429: it answers, limited)."""
-    from conformance.preflight import is_completion
+    """The minimal request got what the preflight asked for (429: it answers, limited).
 
+    A completion as preflight.is_completion recognises one (not whether it conforms),
+    written here so that this core module does not import the engine layer."""
     if exchange.status == 429:
         return True
-    return exchange.status == 200 and exchange.bound is None and is_completion(exchange)
+    if exchange.status != 200 or exchange.bound is not None:
+        return False
+    body = exchange.json
+    return isinstance(body, dict) and ("choices" in body or "completion" in str(body.get("object")))
 
 
 def suspicious(case: Case, exchange: Exchange) -> bool:

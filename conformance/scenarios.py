@@ -383,11 +383,15 @@ def _capabilities(item: ItemRun, _: Any) -> None:
             first = sends[i].result().exchange
             if first is not None and first.status == 200:
                 again[i] = item.dispatch(capabilities.seed_twin(probe))
+    answered: dict[str, Exchange] = {}
     for i, probe in enumerate(probes):
-        exchange = item.receive(sends[i])
+        feature = capabilities.feature_of(probe)
+        compared = answered.get(capabilities.COMPARED_WITH.get(feature, ""))
+        related: tuple[Exchange, ...] = (compared,) if compared is not None else ()
+        exchange = item.receive(sends[i], related=related)
         if exchange is None:
             continue
-        related: tuple[Exchange, ...] = ()
+        answered[feature] = exchange
         if i in again:
             related = (exchange,)
             twin = item.receive(again[i], related=related)

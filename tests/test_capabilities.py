@@ -197,3 +197,64 @@ def test_the_suite_scenario_fills_the_table(
     assert ignored == {"n"}
     summary = (tmp_path / "summary.md").read_text()
     assert "| n | ignored | 1 choice(s) for 2 asked |" in summary
+
+
+@pytest.mark.parametrize("flavor", ["aihubmix", "nscale"])
+def test_features_are_probed_in_each_form_servers_treat_apart(flavor: str) -> None:
+    probes = {cap.feature_of(c): c for c in cap.capability_probes(load_spec(flavor), MODEL, 4)}
+    assert probes["stop:string"].body["stop"] == "\u20420"
+    assert isinstance(probes["stop:max"].body["stop"], list)
+    assert probes["echo:tokens"].body["prompt"] == probes["prompt:tokens"].body["prompt"]
+    assert probes["echo:tokens"].body["echo"] is True
+
+
+def test_echo_declined_with_token_prompts_is_declined_in_that_form_only(targets: Targets) -> None:
+    table = _table_compared(targets, "aihubmix", "echo-declined-token-prompts")
+    assert table["echo"]["outcome"] == "offered"
+    assert table["echo:tokens"]["outcome"] == "declined"
+    results = Results()
+    results.capabilities = table
+    assert cap.unmet(results, ["echo"]) == ["echo:tokens: declined (400 with the error envelope)"]
+
+
+def test_echo_ignored_with_token_prompts_is_ignored(targets: Targets) -> None:
+    table = _table_compared(targets, "aihubmix", "echo-ignored")
+    assert table["echo:tokens"]["outcome"] == "ignored"
+    assert _table_compared(targets, "aihubmix")["echo:tokens"]["outcome"] == "offered"
+
+
+def _table_compared(targets: Targets, flavor: str, *faults: str) -> dict[str, dict[str, str]]:
+    """The table with each compared probe judged against the probe it compares with."""
+    target = targets.get(flavor, *faults)
+    results = Results()
+    answered: dict[str, Exchange] = {}
+    for case in cap.capability_probes(target.spec, MODEL, 4):
+        feature = cap.feature_of(case)
+        exchange = target.send(case)
+        answered[feature] = exchange
+        compared = answered.get(cap.COMPARED_WITH.get(feature, ""))
+        related = (compared,) if compared is not None else ()
+        findings = list(judge(target.spec, exchange, related).values())
+        cap.record(results, case, exchange, findings, related)
+    return results.capabilities
+
+
+def test_require_capabilities_echo_fails_when_token_prompts_decline_it(
+    pytester: pytest.Pytester, targets: Targets, tmp_path: Path
+) -> None:
+    url = targets.get("aihubmix", "echo-declined-token-prompts").server.url
+    result = pytester.runpytest_inprocess(
+        str(SUITE_DIR / "test_capabilities.py"),
+        "-p",
+        "no:cacheprovider",
+        *target_args(url),
+        "--report-dir",
+        str(tmp_path),
+        "--require-capabilities",
+        "echo",
+    )
+    assert result.ret == 1, result.stdout.str()
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["capabilities"]["echo:tokens"]["outcome"] == "declined"
+    assert data["capabilities"]["echo"]["outcome"] == "offered"
+    assert "echo:tokens: declined" in result.stdout.str()

@@ -242,3 +242,42 @@ def test_an_answer_past_the_declared_default_fails(spec: Spec) -> None:
 def test_reaching_the_declared_default_without_length_fails(spec: Spec) -> None:
     finding = _default_answer(spec, 16, "stop")["MAX-TOKENS-DEFAULT"]
     assert finding.outcome == "failed" and 'expected "length"' in finding.message
+
+
+# -- ECHO-LOGPROBS-PROMPT -------------------------------------------------------------------
+
+
+def _scored(prompt: object, skip: int) -> dict[str, Finding]:
+    scoring = req(prompt=prompt, echo=True, logprobs=1, max_tokens=0)
+    body = completion_for(scoring if isinstance(prompt, str) else req(prompt="abc"))
+    if isinstance(prompt, list):  # the synthetic answer echoes text prompts only
+        body["choices"][0]["text"] = "abc"
+        body["choices"][0]["logprobs"] = {
+            "tokens": ["a", "b", "c"],
+            "token_logprobs": [None, -1.0, -1.0],
+            "top_logprobs": [None, {"b": -1.0}, {"c": -1.0}],
+            "text_offset": [0, 1, 2],
+        }
+    lp = body["choices"][0]["logprobs"]
+    for key in ("tokens", "token_logprobs", "top_logprobs", "text_offset"):
+        lp[key] = lp[key][skip:]
+    return judge(load_spec("aihubmix"), body_exchange(scoring, body))
+
+
+def test_echo_logprobs_covering_the_prompt_pass() -> None:
+    assert _scored("Say hi", 0)["ECHO-LOGPROBS-PROMPT"].outcome == "passed"
+    assert _scored([5, 6, 7], 0)["ECHO-LOGPROBS-PROMPT"].outcome == "passed"
+
+
+def test_echo_logprobs_skipping_the_prompt_fail() -> None:
+    finding = _scored("Say hi", 1)["ECHO-LOGPROBS-PROMPT"]  # max_tokens 0: nothing left
+    assert finding.outcome == "failed" and "tokens is empty" in finding.message
+    echo = req(prompt="Say hi", echo=True, logprobs=1, max_tokens=2)
+    body = completion_for(echo)
+    lp = body["choices"][0]["logprobs"]
+    for key in ("tokens", "token_logprobs", "top_logprobs", "text_offset"):
+        lp[key] = lp[key][1:]
+    finding = judge(load_spec("aihubmix"), body_exchange(echo, body))["ECHO-LOGPROBS-PROMPT"]
+    assert finding.outcome == "failed" and "cover only the generated text" in finding.message
+    finding = _scored([5, 6, 7], 1)["ECHO-LOGPROBS-PROMPT"]
+    assert finding.outcome == "failed" and "3 token ids" in finding.message

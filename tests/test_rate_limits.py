@@ -59,7 +59,10 @@ def test_every_third_request_rate_limited_passes_and_reports_retries(
     assert isinstance(meta, dict) and meta["observed_statuses"]["429"] == retries
     assert "429 x" in output
     tallies = {t["id"]: t for t in data["requirements"]}  # type: ignore[attr-defined]
-    assert tallies["RATE-LIMIT-ENVELOPE"]["checked"] == retries
+    # It holds of every answer (a run without a 429 exercises it too), each 429 included.
+    assert tallies["RATE-LIMIT-ENVELOPE"]["checked"] > retries
+    assert tallies["RATE-LIMIT-ENVELOPE"]["failed"] == 0
+    assert tallies["RETRY-AFTER-FORMAT"]["checked"] == retries
     assert tallies["RETRY-AFTER-FORMAT"]["failed"] == 0
 
 

@@ -959,6 +959,11 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
     "max-tokens-default-ignored": lambda p: (
         p.json(max_tokens=None)["usage"]["completion_tokens"] > 16
     ),
+    "echo-logprobs-completion-only": lambda p: _lp(p, echo=True, max_tokens=0)["tokens"] == [],
+    "echo-declined-token-prompts": lambda p: (
+        p.post(prompt=[15, 16], echo=True).status_code == 400
+        and p.post(prompt="Say hi", echo=True).status_code == 200
+    ),
     "dies-on-one-item-prompt-list": lambda p: (
         [p.post(prompt=["Say hi"]), p.post()][1].status_code == 404
     ),

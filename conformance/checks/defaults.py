@@ -78,7 +78,8 @@ def max_tokens_default(ctx: Context) -> None:
             expected=f"at most {bound}",
             actual=counted,
         )
-    if len(choices) == 1 and counted == default and choices[0].get("finish_reason") != "length":
+    # Only "stop" is judged here: a value outside the enum is FINISH-ENUM's finding.
+    if len(choices) == 1 and counted == default and choices[0].get("finish_reason") == "stop":
         reason = choices[0].get("finish_reason")
         raise Violation(
             f"finish_reason is {reason!r} after {counted} tokens, the document's default "

@@ -1,15 +1,20 @@
-"""What must not change between two answers of the same prompt: usage across `n` and modes.
+"""What must hold of an answer beside what it says: usage across `n` and modes, and the
+prompt an echo with logprobs must score.
 
-Each rule compares an exchange with a related one the scenario sent beside it (the stream
-twin probe, scenarios.STREAM_TWIN): the same request with `n: 2`, and the same request
-streamed with ``include_usage``. Nothing here spends a request of its own.
+The usage rules compare an exchange with a related one the scenario sent beside it (the
+stream twin probe, scenarios.STREAM_TWIN): the same request with `n: 2`, and the same
+request streamed with ``include_usage``. ECHO-LOGPROBS-PROMPT judges the echo-with-logprobs
+requests the suite already sends (edges, the SDK's). Nothing here spends a request of its own.
 """
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from conformance.checks.common import choices_of, completion, declares, is_int
+from conformance.checks.logprobs import arrays, logprobs_objects, path_of, requested_logprobs
 from conformance.checks.tokens import USAGE_TEXT, include_usage
-from conformance.checks.views import answer, answer_of, by_index, usage_of
+from conformance.checks.views import answer, answer_of, by_index, labelled, usage_of
 from conformance.exchange import Exchange
 from conformance.requirements import Context, Level, Unsupported, Violation, requirement
 
@@ -110,3 +115,79 @@ def stream_usage_matches(ctx: Context) -> None:
         expected=theirs,
         actual=ours,
     )
+
+
+# -- echo with logprobs: the prompt is scored ------------------------------------------------
+
+
+def _rising(offsets: list[object]) -> bool:
+    return all(is_int(a) and is_int(b) and a <= b for a, b in pairwise(offsets))
+
+
+def _scores_prompt(ctx: Context) -> bool:
+    body = ctx.case.body
+    return (
+        completion(ctx)
+        and body.get("echo") is True
+        and requested_logprobs(body) is not None
+        and bool(logprobs_objects(labelled(ctx.exchange.json)))
+    )
+
+
+@requirement(
+    "ECHO-LOGPROBS-PROMPT",
+    level=MUST,
+    area="semantics",
+    statement="With echo and logprobs, the logprobs cover the echoed prompt: a position per "
+    "prompt token (token-id prompts: at least as many as the ids), starting at the start of "
+    "the echoed text (text prompts). MUST, client-visible: lm-evaluation-harness scores a "
+    "prompt this way (echo, logprobs, max_tokens 0) and reads exactly those positions; the "
+    "document's text alone does not say it, so the evidence is that client.",
+    source="lm-evaluation-harness loglikelihood requests (echo=True, logprobs, max_tokens=0) "
+    "read logprobs.token_logprobs at the prompt's positions; CreateCompletionRequest.echo",
+    evidence="client-visible",
+    scope=declares("echo"),
+    applies=_scores_prompt,
+)
+def echo_logprobs_prompt(ctx: Context) -> None:
+    prompts, n = ctx.case.prompts, ctx.case.n
+    for name, choice, lp in logprobs_objects(labelled(ctx.exchange.json)):
+        index = choice.get("index")
+        if not is_int(index) or not 0 <= index // n < len(prompts):
+            continue  # a misplaced choice is CHOICES-INDEX's
+        prompt = prompts[index // n]
+        found = arrays(lp)
+        tokens, offsets = found.get("tokens"), found.get("text_offset")
+        where = f"{path_of(name)}.logprobs"
+        if len({len(a) for a in found.values()}) > 1 or not _rising(offsets or []):
+            continue  # arrays of different lengths or offsets out of order: LOGPROBS-*'s
+        text = choice.get("text")
+        if isinstance(prompt, str) and not (isinstance(text, str) and text.startswith(prompt)):
+            continue  # the prompt was not echoed at all: ECHO-PREFIX's finding
+        if isinstance(prompt, list) and prompt and all(is_int(t) for t in prompt):
+            if tokens is not None and len(tokens) < len(prompt):
+                raise Violation(
+                    f"{where}.tokens has {len(tokens)} positions for an echoed prompt of "
+                    f"{len(prompt)} token ids: the prompt is not covered",
+                    path=f"{where}.tokens",
+                    expected=f"at least {len(prompt)}",
+                    actual=len(tokens),
+                )
+        elif isinstance(prompt, str) and prompt and tokens == []:
+            raise Violation(
+                f"{where}.tokens is empty for an echoed prompt of {len(prompt)} characters: "
+                "the prompt is not covered",
+                path=f"{where}.tokens",
+                expected="at least 1",
+                actual=0,
+            )
+        elif isinstance(prompt, str) and prompt and offsets:
+            first = offsets[0]
+            if is_int(first) and first >= len(prompt):
+                raise Violation(
+                    f"{where}.text_offset starts at {first}, past the echoed prompt "
+                    f"({len(prompt)} characters): the logprobs cover only the generated text",
+                    path=f"{where}.text_offset[0]",
+                    expected=0,
+                    actual=first,
+                )

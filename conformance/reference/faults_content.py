@@ -590,3 +590,23 @@ def _default_ignored(plan: Plan) -> Plan:
     if not plan.default_max_tokens:
         return plan
     return replace(plan, max_tokens=plan.max_tokens + 8, natural_stop=False)
+
+
+# --- echo with logprobs that skip the prompt ---------------------------------------------
+
+
+@_body_fault(
+    "echo-logprobs-completion-only",
+    "With echo and logprobs, the logprobs cover only the generated tokens (non-streamed).",
+)
+def _echo_logprobs_completion_only(body: Body, request: CompletionRequest) -> None:
+    if not request.echo:
+        return
+    for choice in body["choices"]:
+        lp = choice.get("logprobs")
+        if not isinstance(lp, dict):
+            continue
+        skip = len(request.prompts[choice["index"] // request.n].tokens)
+        for key in ("tokens", "token_logprobs", "top_logprobs", "text_offset"):
+            if isinstance(lp.get(key), list):
+                lp[key] = lp[key][skip:]

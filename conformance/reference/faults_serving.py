@@ -343,3 +343,23 @@ def _oov_500(error: ApiError) -> ApiError:
         origin="server",
         type_="server_error",
     )
+
+
+# --- a feature declined in one form only -------------------------------------------------
+
+
+@fault(
+    "echo-declined-token-prompts",
+    "`echo` is declined with a proper 400 when the prompt is token ids (text prompts echo).",
+    "request",
+)
+def _echo_declined_token_prompts(request: CompletionRequest) -> ApiError | None:
+    if not (request.echo and request.token_prompt):
+        return None
+    return ApiError(
+        400,
+        "echo is not supported with token-id prompts.",
+        code="unsupported_parameter",
+        origin="capability",
+        param="echo",
+    )
