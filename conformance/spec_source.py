@@ -34,6 +34,7 @@ from urllib.parse import urljoin, urlsplit
 import yaml
 
 from conformance.client import REDACTED, Limits
+from conformance.exceptions import ConformanceError
 
 #: Where the target publishes its document, tried in order by ``--spec target``.
 TARGET_DOCUMENT_PATHS = ("/openapi.json", "/v1/openapi.json")
@@ -50,7 +51,7 @@ Document = dict[str, Any]
 Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class SourceError(Exception):
+class SourceError(ConformanceError):
     """The document cannot be had; the message is one line, with no secret in it."""
 
 

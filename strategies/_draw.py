@@ -29,6 +29,8 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
+from conformance.exceptions import ConformanceError
+
 T = TypeVar("T")
 # Spreads the per-value seeds of different seed_values apart (a large prime).
 SEED_STRIDE = 1_000_003
@@ -44,7 +46,7 @@ _SETTINGS = settings(
 )
 
 
-class CannotDraw(Exception):
+class CannotDraw(ConformanceError):
     """Hypothesis found no value of the strategy for this seed (every draw was rejected)."""
 
 

@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from conformance.case import Case
+from conformance.exceptions import ConformanceError
 from conformance.spec import Spec
 from conformance.validation import corrected_document
 from strategies._cases import build_case, oracle_rules
@@ -28,7 +29,7 @@ COVERAGE_SHARE = 0.4
 COST_CAPS = {"n": MAX_N, "best_of": MAX_CHOICES}
 
 
-class FuzzUnavailable(Exception):
+class FuzzUnavailable(ConformanceError):
     """schemathesis is not installed (``pip install 'completions-conformance[fuzz]'``)."""
 
 

@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 from support import API_KEY, MODEL, Targets, target_args
 
-from conformance.assembly import BadInput, Setup, assemble, run_suite
+from conformance.assembly import BadInput, Setup
 from conformance.case import Case
 from conformance.engine import Settings
 from conformance.fingerprint import normalise_message, request_class
 from conformance.plugin import SUITE_DIR
 from conformance.results import Finding, Results
+from conformance.runner import assemble, run_suite
 from conformance.scenarios import BY_NAME
 from reports.baseline import check_baseline, compare_to_baseline
 

@@ -22,6 +22,7 @@ LAYERS = {
     "conformance.schedule": 2,
     "conformance.preflight": 2,
     "conformance.assembly": 2,
+    "conformance.option_values": 2,  # checks a Setup before assembly
     "conformance.reference": 2,  # the embedded target: validates with the core and generator
     "conformance.reference.proofs": 3,  # runs the suite against every fault
     "conformance.runner": 3,
@@ -29,6 +30,7 @@ LAYERS = {
     "conformance.options": 3,
     "conformance.terminal": 3,
     "conformance.cli": 3,
+    "conformance.gate": 3,  # the CI gate (GitHub Action): shards, merge, job summary
     "conformance.__main__": 3,
     "conformance.test_": 3,  # the pytest suite
     "reports": 3,

@@ -206,8 +206,9 @@ def test_a_document_with_default_or_4xx_range_declares_client_errors(tmp_path: P
 def test_a_whole_run_under_the_fastapi_document_passes_on_a_conformant_target() -> None:
     """The issue's case: 21 of 21 streams failed STREAM-CHUNK-SCHEMA under FastAPI's
     `type: string` stream schema; now the conformant embedded target passes."""
-    from conformance.assembly import Setup, run_suite
+    from conformance.assembly import Setup
     from conformance.engine import Settings
+    from conformance.runner import run_suite
 
     outcome = run_suite(Setup(settings=Settings(max_examples=2), spec=str(FIXTURE)))
     assert outcome.verdict.word == "passed", outcome.verdict.reasons

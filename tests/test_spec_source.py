@@ -21,10 +21,11 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from conformance.assembly import BadInput, Setup, assemble, run_suite
+from conformance.assembly import BadInput, Setup
 from conformance.client import Limits
 from conformance.engine import Settings
 from conformance.reference import ReferenceServer
+from conformance.runner import assemble, run_suite
 from conformance.spec import SpecError, load_spec, specs_dir
 from conformance.spec_source import HANDOFF_ENV, Fetch
 
