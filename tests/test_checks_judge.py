@@ -413,7 +413,7 @@ def test_usage_breakdown_cannot_exceed_its_total(kind: str, rid: str) -> None:
 
 #: Spec-text requirements another branch owns (HTTP-STATUS-DECLARED's and MODEL-NOT-FOUND's
 #: evidence is being reworked there), and one whose scope already asks the document.
-TEXT_ELSEWHERE = {"MODEL-NOT-FOUND", "REQUEST-ID-HEADER"}
+TEXT_ELSEWHERE = {"REQUEST-ID-HEADER"}
 
 
 def test_every_spec_text_requirement_says_where_the_document_states_it() -> None:
@@ -483,7 +483,7 @@ def test_a_stated_requirement_names_its_other_evidence() -> None:
 
 
 def test_the_run_and_its_verdict_use_the_level_under_the_spec_judged() -> None:
-    from conformance.engine import Settings
+    from conformance.engine import Settings, record_of
     from conformance.results import Results
     from conformance.verdict import coverage, decide
 
@@ -493,10 +493,11 @@ def test_the_run_and_its_verdict_use_the_level_under_the_spec_judged() -> None:
     assert results.tallies["USAGE-TOTAL"].evidence == "openai-contract"
     results.tallies["USAGE-TOTAL"].failed = results.tallies["USAGE-TOTAL"].checked = 1
     # Untested SHOULDs under Nscale are not a coverage gap; a failed one does not decide.
-    untested = {u.id for u in coverage(results, NSCALE, Settings()).untested}
+    record = record_of(NSCALE, Settings())
+    untested = {u.id for u in coverage(results, record).untested}
     assert "USAGE-TOTAL" not in untested and "STREAM-USAGE" not in untested
     assert "STREAM-DONE" in untested
-    assert "USAGE-TOTAL" not in decide(results, NSCALE, Settings()).reasons[0]
+    assert "USAGE-TOTAL" not in decide(results, record).reasons[0]
 
 
 # -- declared defaults are promises ------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.case import Auth, Case
-from conformance.checks.common import answered, media_matches
+from conformance.checks.common import answered, media_matches, says
 from conformance.requirements import Context, Level, Violation, requirement
 from conformance.spec import Spec
 
@@ -168,6 +168,8 @@ def _unknown_model(ctx: Context) -> bool:
     source="spec text: CreateCompletionRequest.model (ID of the model to use); OpenAI "
     "clients raise NotFoundError / BadRequestError on a 4xx",
     evidence="spec-text",
+    stated=says("model", r"ID of the model"),
+    otherwise="client-visible",
     applies=_unknown_model,
 )
 def model_not_found(ctx: Context) -> None:

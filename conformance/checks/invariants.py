@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from conformance.checks.common import choices_of, completion, declares, is_int
+from conformance.checks.common import choices_of, completion, declares, is_int, says
 from conformance.checks.logprobs import arrays, logprobs_objects, path_of, requested_logprobs
 from conformance.checks.tokens import USAGE_TEXT, include_usage
 from conformance.checks.views import answer, answer_of, by_index, labelled, usage_of
@@ -52,6 +52,8 @@ def _plain_twin(ctx: Context, tag: str) -> Exchange | None:
     source=USAGE_TEXT + ".prompt_tokens (Number of tokens in the prompt); "
     "CreateCompletionRequest.n (How many completions to generate for each prompt)",
     evidence="spec-text",
+    stated=says("prompt_tokens", r"tokens in the prompt"),
+    otherwise="openai-contract",
     scope=declares("n"),
     applies=lambda ctx: (
         ctx.case.n > 1
@@ -90,6 +92,8 @@ def prompt_tokens_per_prompt(ctx: Context) -> None:
     source="spec text: ChatCompletionStreamOptions.include_usage (the usage field on this "
     "chunk shows the token usage statistics for the entire request); " + USAGE_TEXT,
     evidence="spec-text",
+    stated=says("include_usage", r"entire request"),
+    otherwise="openai-contract",
     scope=declares("stream_options"),
     applies=lambda ctx: (
         by_index(ctx) and include_usage(ctx) and _plain_twin(ctx, STREAM_TWIN_TAG) is not None
