@@ -181,7 +181,8 @@ def _unrun_reasons(record: RunRecord) -> tuple[list[str], tuple[tuple[str, str, 
 
 def decide(results: Results, record: RunRecord | None = None, *, partial: bool = False) -> Verdict:
     """The run's verdict from its merged tallies and its record (``results.run_record``
-    unless given): failed, then no-verdict, then error, then incomplete, then passed.
+    unless given), the first that holds: error (a check raised, the runner saw a suite
+    defect), failed, no-verdict (rate limited), incomplete, passed.
 
     ``partial``: the Results are one shard of a run; what a shard did not cover is listed
     but judged only once the shards are merged (conformance-merge), so it does not decide.
@@ -191,6 +192,10 @@ def decide(results: Results, record: RunRecord | None = None, *, partial: bool =
         record = RunRecord.from_meta(results.meta) if record.blank else record
     failing_now = failing(results, record)
     failed = tuple((t.id, t.failed, t.checked) for t in failing_now)
+    # A requirement whose check raised decides too, but as "error" (a suite defect), not as
+    # a failure of the target, unless the target also failed it.
+    levels = deciding_levels(strict=record.strict)
+    failing_now = [t for t in failing_now if t.failed and t.level in levels]
     cover = coverage(results, record)
     errors = [t.id for t in results.errors()]
     unmet = unmet_capabilities(results, record.require_capabilities)
@@ -201,17 +206,15 @@ def decide(results: Results, record: RunRecord | None = None, *, partial: bool =
     if unmet:
         reasons.append(f"required capabilities not offered: {', '.join(unmet)}")
     unrun_reasons, unrun = _unrun_reasons(record)
+    if record.errors or errors:
+        # A suite defect first: a judge that broke cannot vouch for any other word.
+        raised = f"a check raised an unexpected error: {', '.join(errors)}"
+        why = record.errors[0] if record.errors else raised
+        return Verdict("error", (why, *reasons), failed, cover, unrun)
     if failing_now or unmet:
         return Verdict("failed", tuple(reasons), failed, cover, unrun)
     if record.no_verdict:
         return Verdict("no-verdict", (record.no_verdict,), failed, cover, unrun)
-    if record.errors or errors:
-        why = (
-            record.errors[0]
-            if record.errors
-            else (f"a check raised an unexpected error: {', '.join(errors)}")
-        )
-        return Verdict("error", (why,), failed, cover, unrun)
     untested = bool(cover.untested) and not partial
     if untested or unrun_reasons:
         if untested:
