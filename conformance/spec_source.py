@@ -208,13 +208,18 @@ def file_source(path: Path, name: str) -> Source:
     return Source(name, str(path), data, path)
 
 
+def user_cache() -> Path:
+    """The suite's folder in the user's cache ($XDG_CACHE_HOME, else ~/.cache)."""
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root) / "completions-conformance"
+
+
 def cache_dir() -> Path:
     """Where slimmed documents are kept: $CONFORMANCE_CACHE_DIR, else the user cache."""
     explicit = os.environ.get(CACHE_ENV)
     if explicit:
         return Path(explicit)
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(root) / "completions-conformance" / "specs"
+    return user_cache() / "specs"
 
 
 def _load_text(source: Source) -> Any:

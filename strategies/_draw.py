@@ -21,6 +21,7 @@ through a private attribute; there is no public switch, so they stay.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -30,6 +31,12 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
 from conformance.exceptions import ConformanceError
+from conformance.spec_source import user_cache
+
+# Hypothesis keeps its caches (its Unicode tables) in ./.hypothesis unless told where
+# (HYPOTHESIS_STORAGE_DIRECTORY, its documented setting): a suite run writes nothing
+# outside its report dir, so unless the user chose a place they go to the user cache.
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(user_cache() / "hypothesis"))
 
 T = TypeVar("T")
 # Spreads the per-value seeds of different seed_values apart (a large prime).
