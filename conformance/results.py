@@ -74,10 +74,9 @@ def judged_case(spec: Spec, case: Case) -> Case:
     INVALID-REJECTED (a 200 is a proper answer), by the valid-request rules instead.
     Cases with a free-text reason (credentials, an unknown model) keep their label.
     """
-    # Imported here: strategies depend on conformance, not the other way round at import
-    # (as in conformance.validation).
+    # Imported here: the oracle's openapi-core is loaded only when a case is judged.
+    from conformance.oracle import RULE_NAME, oracle_rules
     from conformance.validation import ValidatorUnavailable
-    from strategies._cases import RULE_NAME, oracle_rules
 
     if case.mode != "invalid" or case.auth != "default" or not case.breaks:
         return case

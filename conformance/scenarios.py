@@ -81,8 +81,8 @@ def checked_probe(spec: Spec, probe: Case) -> Case:
     """A hand-written invalid probe (auth, unknown model, 400) through the one constructor:
     a rule it names is checked to be the only one it breaks, and the rest of its body is
     moved to valid values under the spec (a copy may allow 5 characters of prompt)."""
+    from conformance.oracle import RULE_NAME
     from strategies import CaseSkipped, build_case
-    from strategies._cases import RULE_NAME
 
     body = probe.body
     try:

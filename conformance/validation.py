@@ -8,7 +8,7 @@ replaced by the corrected ones.
 
 - :func:`request_errors` / :func:`request_rules`: openapi-core's request validation of the
   whole operation (path, method, content type, security, body); the rules a body breaks,
-  named as strategies/_rules.py names them (``<field>:<keyword>``, ``body:*``).
+  named as conformance/oracle.py names them (``<field>:<keyword>``, ``body:*``).
 - :func:`response_verdict`: status declared, media type declared, required headers, the
   JSON body against the operation's response schema. SSE bodies are left to the suite's
   own parser and chunk checks (openapi-core reads a body as one document).
@@ -45,13 +45,12 @@ from openapi_core.validation.response.exceptions import (
 )
 
 from conformance.exceptions import ConformanceError
+from conformance.oracle import BODY_NOT_JSON, rule_names
 from conformance.policies import MEDIA_TYPE_PARAMETERS
 from conformance.spec import OPERATION_PATH, Spec, describe
 
 HOST = "http://target"
 VALIDATION_KEY = "Bearer validation-only"
-BODY_NOT_JSON = "body:not-json"
-BODY_TYPE = "body:type"
 # A media-type problem is a rule of the operation, not of the body.
 BODY_MEDIA_TYPE = "body:media-type"
 
@@ -148,7 +147,7 @@ def schema_errors(error: Exception) -> list[ValidationError]:
 
 
 def request_rules(spec: Spec, body: Any, *, raw: bytes | None = None) -> set[str]:
-    """The request rules openapi-core finds broken, named like strategies' rule names.
+    """The request rules openapi-core finds broken, named by the oracle's rule_names.
 
     Security is not judged here (the suite sends its credentials separately). Memoised
     per body: openapi-core spends about 8-10 ms on one request (jsonschema alone 0.5-2).
@@ -187,7 +186,7 @@ def _request_rules(spec: Spec, payload: bytes, is_raw: bool) -> frozenset[str]:
             # Not deserialisable at all: the body is not JSON.
             rules.add(BODY_NOT_JSON)
             continue
-        rules |= _rule_names(found, body)
+        rules |= rule_names(found, body)
     return frozenset(rules)
 
 
@@ -196,13 +195,6 @@ def _loads(raw: bytes) -> Any:
         return json.loads(raw)
     except ValueError:
         return None
-
-
-def _rule_names(errors: list[ValidationError], body: Any) -> set[str]:
-    # Imported here: strategies depend on conformance, not the other way round at import.
-    from strategies._rules import rule_names
-
-    return rule_names(errors, body)
 
 
 def _declared_media(spec: Spec, status: int, content_type: str) -> str:

@@ -7,7 +7,8 @@ Bounds, enums, required fields and prompt forms are read from the Spec's request
 - :func:`edge_requests`: a list of boundary-hitting valid Cases (each worth sending once).
 - :func:`invalid_requests` / :func:`invalid_cases`: Cases that break exactly one named
   rule (``Case.breaks``), as a strategy and as one list entry per rule.
-- :func:`broken_rules` / :func:`cross_field_problems`: which rules a request breaks.
+- :func:`broken_rules` / :func:`cross_field_problems`: which rules a request breaks (the
+  request oracle of the judge core, conformance/oracle.py, re-exported).
 - :func:`draw`: a reproducible list of values from a strategy.
 - :func:`build_case`: the one constructor of Cases; valid, edge and probe bodies are
   validated by openapi-core and adapted to the nearest valid values or
@@ -17,14 +18,14 @@ Bounds, enums, required fields and prompt forms are read from the Spec's request
 - :class:`NoValidPrompt`: the document as written admits no prompt (``--strict-spec``).
 """
 
-from strategies._cases import CaseSkipped, build_case, oracle_rules
+from conformance.oracle import broken_rules, cross_field_problems, oracle_rules
+from strategies._cases import CaseSkipped, build_case
 from strategies._describe import describe, prompt_form, request_tags
 from strategies._draw import draw
 from strategies._edge import edge_requests
 from strategies._fuzz import FuzzUnavailable, fuzz_cases
 from strategies._invalid import invalid_cases, invalid_requests
 from strategies._requests import NoValidPrompt, valid_requests
-from strategies._rules import broken_rules, cross_field_problems
 
 __all__ = [
     "CaseSkipped",

@@ -14,20 +14,16 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from conformance.case import Auth, Case, Mode
 from conformance.exceptions import ConformanceError
+from conformance.oracle import RULE_NAME, alternatives, oracle_rules
 from conformance.spec import Spec
-from conformance.validation import request_rules
 from strategies._describe import request_tags
-from strategies._rules import cross_rules
-from strategies._schema import alternatives, example, interval, json_type, types_of, view_of
+from strategies._schema import example, interval, json_type, types_of, view_of
 
-# A rule name as strategies/_rules.py writes them (free-text reasons are not checked).
-RULE_NAME = re.compile(r"^[\w.]+:[\w<>+\-=.]+$")
 ADAPTED = "adapted"
 
 
@@ -37,14 +33,6 @@ class CaseSkipped(ConformanceError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-def oracle_rules(spec: Spec, body: Any, *, raw: bytes | None = None) -> set[str]:
-    """The rules a request breaks, by openapi-core (schema) and the stated cross-field rules."""
-    rules = request_rules(spec, body, raw=raw)
-    if raw is None and isinstance(body, Mapping):
-        rules |= cross_rules(spec, body, rules)
-    return rules
 
 
 def build_case(

@@ -17,9 +17,10 @@ from typing import Any
 
 from conformance.case import Case
 from conformance.exceptions import ConformanceError
+from conformance.oracle import oracle_rules
 from conformance.spec import Spec
 from conformance.validation import corrected_document
-from strategies._cases import build_case, oracle_rules
+from strategies._cases import build_case
 from strategies._describe import describe, request_tags
 from strategies._draw import SEED_STRIDE, draw_some
 from strategies._requests import MAX_CHOICES, MAX_N

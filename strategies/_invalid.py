@@ -18,22 +18,22 @@ from typing import Any
 from hypothesis import strategies as st
 
 from conformance.case import Case
-from conformance.policies import NULL_AS_DEFAULT
-from conformance.spec import Spec
-from strategies._describe import request_tags
-from strategies._requests import SAMPLE_PROMPTS, NoValidPrompt, make_plan
-from strategies._rules import (
+from conformance.oracle import (
     BODY_NOT_JSON,
     BODY_TYPE,
     CROSS_BEST_OF_BELOW_N,
     CROSS_BEST_OF_STREAM,
     CROSS_STREAM_OPTIONS,
+    alternatives,
     broken_rules,
 )
+from conformance.policies import NULL_AS_DEFAULT
+from conformance.spec import Spec
+from strategies._describe import request_tags
+from strategies._requests import SAMPLE_PROMPTS, NoValidPrompt, make_plan
 from strategies._schema import (
     INT_FORMATS,
     SchemaView,
-    alternatives,
     array_bounds,
     example,
     json_type,

@@ -16,11 +16,12 @@ from hypothesis import strategies as st
 
 from conformance.case import Case, Mode
 from conformance.exceptions import ConformanceError
+from conformance.oracle import alternatives
 from conformance.policies import OPENAI_PROMPT_FORMS
 from conformance.spec import Spec
 from strategies._branches import PROMPT_FORMS, Branch, Caps, branch_values, branches, largest
 from strategies._describe import describe
-from strategies._schema import Interval, SchemaView, alternatives, interval, types_of
+from strategies._schema import Interval, SchemaView, interval, types_of
 
 # Cost caps: a generated request asks for at most MAX_CHOICES completions of at most
 # max_tokens tokens each (prompts x max(n, best_of)).

@@ -7,11 +7,12 @@ differ in what they generate without a line of per-vendor code.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from conformance.oracle import alternatives, declared_default, request_schema_errors
 from conformance.spec import Spec
 
 Schema = Mapping[str, Any]
@@ -31,18 +32,6 @@ _PY_TYPES: dict[str, tuple[type, ...]] = {
     "array": (list,),
     "null": (type(None),),
 }
-
-
-def alternatives(schema: Any) -> Iterator[Schema]:
-    """The leaf alternatives of ``schema``: ``anyOf``/``oneOf`` branches, flattened."""
-    if not isinstance(schema, Mapping):
-        return
-    branches = schema.get("anyOf") or schema.get("oneOf")
-    if not branches:
-        yield schema
-        return
-    for branch in branches:
-        yield from alternatives(branch)
 
 
 def types_of(schema: Schema) -> set[str]:
@@ -175,7 +164,6 @@ class SchemaView:
         self.spec = spec
         self.properties: dict[str, Any] = dict(spec.request_properties)
         self.required: tuple[str, ...] = tuple(spec.request_schema.get("required") or ())
-        self._validator = spec.validators["request"]
 
     def declares(self, name: str) -> bool:
         """Whether the request schema declares the property ``name``."""
@@ -183,9 +171,7 @@ class SchemaView:
 
     def errors(self, body: Any) -> list[Any]:
         """The validation errors of a whole body (none without a request schema)."""
-        if self._validator is None:
-            return []
-        return list(self._validator.iter_errors(body))
+        return request_schema_errors(self.spec, body)
 
     def accepts(self, name: str, value: Any, **context: Any) -> bool:
         """Whether ``value`` is a valid ``name`` (errors elsewhere in the body ignored)."""
@@ -196,13 +182,7 @@ class SchemaView:
 
     def default(self, name: str) -> Any:
         """The ``default`` the schema declares for ``name`` (first alternative that has one)."""
-        schema = self.properties.get(name)
-        if isinstance(schema, Mapping) and "default" in schema:
-            return schema["default"]
-        for leaf in alternatives(schema):
-            if "default" in leaf:
-                return leaf["default"]
-        return None
+        return declared_default(self.properties.get(name))
 
     def interval(self, name: str, *, formats: bool = False) -> Interval:
         """The bounds the schema states for property ``name``."""

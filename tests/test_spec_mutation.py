@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from conformance.oracle import alternatives
 from conformance.spec import BUILTIN_SPECS, Spec, load_spec, resolve_refs
 from strategies import (
     build_case,
@@ -25,7 +26,7 @@ from strategies import (
     prompt_form,
     valid_requests,
 )
-from strategies._schema import alternatives, types_of
+from strategies._schema import types_of
 
 MODEL = "m"
 # The two vendor documents: OpenAI's (also in BUILTIN_SPECS) has AIHubMix's request schema

@@ -1,4 +1,8 @@
-"""Rule names, and which rules a request breaks.
+"""The request oracle: which rules a request breaks, and their names.
+
+The judge asks it whether a recorded invalid case still breaks a rule under the spec
+(conformance.results), openapi-core's errors are named by it (conformance.validation),
+and the generator (strategies/) builds and checks its cases with it: one oracle for all.
 
 A rule name is a stable string in one of three forms:
 
@@ -17,14 +21,16 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from conformance.case import Case
 from conformance.policies import BEST_OF_EQUAL_N
 from conformance.spec import Spec
-from strategies._schema import view_of
 
+# A rule name as this module writes them (free-text reasons such as "no credentials" are
+# not rule names, and are not judged by the oracle).
+RULE_NAME = re.compile(r"^[\w.]+:[\w<>+\-=.]+$")
 BODY_NOT_JSON = "body:not-json"
 BODY_TYPE = "body:type"
 CROSS_BEST_OF_BELOW_N = "cross:best_of<n"
@@ -131,7 +137,7 @@ def schema_rules(spec: Spec, body: Any) -> set[str]:
     """The schema rules ``body`` breaks, as rule names."""
     if not isinstance(body, dict):
         return {BODY_TYPE}
-    return rule_names(view_of(spec).errors(body), body)
+    return rule_names(request_schema_errors(spec, body), body)
 
 
 def rule_names(errors: Iterable[Any], body: Any) -> set[str]:
@@ -173,7 +179,7 @@ def broken_rules(spec: Spec, case: Case) -> set[str]:
 def cross_rules(spec: Spec, body: Mapping[str, Any], schema_broken: set[str]) -> set[str]:
     """The cross-field rules ``spec`` states that ``body`` breaks between schema-valid fields."""
     bad_fields = {rule.split(":", 1)[0] for rule in schema_broken}
-    n_default = _int(view_of(spec).default("n"))
+    n_default = _int(declared_default(spec.request_properties.get("n")))
     problems = cross_field_problems(
         body,
         n_default=1 if n_default is None else n_default,
@@ -181,3 +187,45 @@ def cross_rules(spec: Spec, body: Mapping[str, Any], schema_broken: set[str]) ->
     )
     stated = stated_cross_rules(spec)
     return {p for p in problems if p in stated and not CROSS_FIELDS[p] & bad_fields}
+
+
+def oracle_rules(spec: Spec, body: Any, *, raw: bytes | None = None) -> set[str]:
+    """The rules a request breaks, by openapi-core (schema) and the stated cross-field rules."""
+    # Imported here: conformance.validation names openapi-core's errors with rule_names
+    # above, and importing the oracle should not load openapi-core.
+    from conformance.validation import request_rules
+
+    rules = request_rules(spec, body, raw=raw)
+    if raw is None and isinstance(body, Mapping):
+        rules |= cross_rules(spec, body, rules)
+    return rules
+
+
+def request_schema_errors(spec: Spec, body: Any) -> list[Any]:
+    """jsonschema's errors of a whole body against the request schema (none without one)."""
+    validator = spec.validators["request"]
+    if validator is None:
+        return []
+    return list(validator.iter_errors(body))
+
+
+def alternatives(schema: Any) -> Iterator[Mapping[str, Any]]:
+    """The leaf alternatives of ``schema``: ``anyOf``/``oneOf`` branches, flattened."""
+    if not isinstance(schema, Mapping):
+        return
+    branches = schema.get("anyOf") or schema.get("oneOf")
+    if not branches:
+        yield schema
+        return
+    for branch in branches:
+        yield from alternatives(branch)
+
+
+def declared_default(schema: Any) -> Any:
+    """The ``default`` ``schema`` declares (itself, else its first alternative that has one)."""
+    if isinstance(schema, Mapping) and "default" in schema:
+        return schema["default"]
+    for leaf in alternatives(schema):
+        if "default" in leaf:
+            return leaf["default"]
+    return None
