@@ -37,6 +37,9 @@ SHOWN_BY: dict[str, tuple[str, ...]] = {
         "STREAM-LOGPROBS-OFFSETS",
     ),
     "usage": ("USAGE-COMPLETION-TOKENS",),
+    # Whether the prompt was echoed at all: a token-id prompt's echo cannot be read from
+    # the text, so ECHO-LOGPROBS-PROMPT leans on the echo the prefix checks judge.
+    "echo": ("ECHO-PREFIX", "STREAM-ECHO-PREFIX"),
 }
 
 

@@ -13,6 +13,7 @@ from itertools import pairwise
 
 from conformance.checks.common import choices_of, completion, declares, is_int, says
 from conformance.checks.logprobs import arrays, logprobs_objects, path_of, requested_logprobs
+from conformance.checks.semantics import choices_placed
 from conformance.checks.tokens import USAGE_TEXT, include_usage
 from conformance.checks.views import answer, answer_of, by_index, labelled, usage_of
 from conformance.exchange import Exchange
@@ -135,6 +136,7 @@ def _scores_prompt(ctx: Context) -> bool:
         and body.get("echo") is True
         and requested_logprobs(body) is not None
         and bool(logprobs_objects(labelled(ctx.exchange.json)))
+        and choices_placed(ctx)  # else CHOICES-COUNT / CHOICES-INDEX own the defect
     )
 
 
@@ -170,12 +172,15 @@ def echo_logprobs_prompt(ctx: Context) -> None:
             continue  # the prompt was not echoed at all: ECHO-PREFIX's finding
         if isinstance(prompt, list) and prompt and all(is_int(t) for t in prompt):
             if tokens is not None and len(tokens) < len(prompt):
+                # A token-id prompt's echo cannot be told from the text: if echo was
+                # ignored, ECHO-PREFIX owns the defect (attribution: witness "echo").
                 raise Violation(
                     f"{where}.tokens has {len(tokens)} positions for an echoed prompt of "
                     f"{len(prompt)} token ids: the prompt is not covered",
                     path=f"{where}.tokens",
                     expected=f"at least {len(prompt)}",
                     actual=len(tokens),
+                    witness="echo",
                 )
         elif isinstance(prompt, str) and prompt and tokens == []:
             raise Violation(

@@ -363,13 +363,12 @@ EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {
         "aihubmix": _s("STREAM-USAGE", "USAGE-TOTAL"),
         "nscale": _s("STREAM-USAGE", "USAGE-TOTAL"),
     },
-    # FINISH-LENGTH kept for now: on the echo:tokens capability probe no visible witness
-    # (echoed token-id prompt) contradicts the zero count, so "length after 0 tokens" is
-    # read from usage that USAGE-COMPLETION-TOKENS shows wrong elsewhere in the run: the
-    # attribution pass (issue 20 item 2) is where that witness stops counting.
+    # On the echo:tokens capability probe no visible witness (an echoed token-id prompt)
+    # contradicts the zero count, so FINISH-LENGTH would read "length after 0 tokens" from
+    # usage that USAGE-COMPLETION-TOKENS shows wrong: the attribution pass withholds it.
     ("usage-completion-short", ()): {
-        "aihubmix": _s("FINISH-LENGTH", "USAGE-COMPLETION-TOKENS"),
-        "nscale": _s("FINISH-LENGTH", "USAGE-COMPLETION-TOKENS"),
+        "aihubmix": _s("USAGE-COMPLETION-TOKENS"),
+        "nscale": _s("USAGE-COMPLETION-TOKENS"),
     },
     # FastChat's loop index: (STREAM-)FINISH-LENGTH counted by usage are withheld once
     # logprobs of other answers show usage one short (conformance.attribution).
