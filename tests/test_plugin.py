@@ -102,7 +102,7 @@ def test_a_partial_run_is_incomplete_and_a_v1_base_url_is_used_once(
     result.stdout.fnmatch_lines(
         [
             f"conformance: using base URL {url} (the spec's /v1 was already in --target-url)",
-            "untested MUST: RESP-SCHEMA: no exchange of this run exercised it",
+            "untested MUST: *: no exchange of this run exercised it",
         ]
     )
     assert out[-1].startswith("verdict: incomplete (") and "MUST requirement(s) untested" in out[-1]
@@ -149,11 +149,11 @@ def test_terminal_shows_advisory_failures_capabilities_and_what_was_left_out(
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(
         [
-            "*= 1 passed, 26 deselected in *",  # pytest's footer, green...
+            "*= 1 passed, * deselected in *",  # pytest's footer, green...
             "*- conformance -*",  # ...then ours
             "failed SHOULD (advisory: does not decide): REQUEST-ID-HEADER on * exchange(s)",
             "capability n: ignored (*",
-            "not run: 26 suite test(s) deselected (pytest -k/-m, --shard)*",
+            "not run: * suite test(s) deselected (pytest -k/-m, --shard)*",
             "deselected: * MUST requirement(s) by --checks/--skip-checks*",
             "report: *summary.md",
             "counts: 1 SHOULD failed (advisory), 1 capability(ies) not offered, *MUST deselected*",
