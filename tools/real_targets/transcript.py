@@ -12,16 +12,13 @@ returns the set of failed requirement IDs.
 from __future__ import annotations
 
 import base64
-import gzip
 import json
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from conformance.case import Case
-from conformance.exchange import Exchange, Headers
-from conformance.sse import SSEParser
+from conformance.exchange import Exchange
+from conformance.judging.wire import exchange_from_transcript
 
 FORMAT = 1
 REDACTED = "[REDACTED]"
@@ -178,78 +175,10 @@ def to_transcript(
 # -- transcript -> Exchange ---------------------------------------------------------------
 
 
-def raw_body(response: dict[str, Any]) -> bytes:
-    """The response body bytes exactly as the transcript holds them (still content-coded)."""
-    if "body_base64" in response:
-        return base64.b64decode(response["body_base64"])
-    return str(response.get("body", "")).encode("utf-8")
-
-
-def writes(response: dict[str, Any]) -> list[bytes]:
-    """The stream's TCP writes when the transcript keeps them (text, or base64 when a write
-    ends inside a UTF-8 sequence); one feed of the SSE parser each."""
-    if "writes_base64" in response:
-        return [base64.b64decode(w) for w in response["writes_base64"]]
-    return [w.encode("utf-8") for w in response.get("writes", [])]
-
-
-def decode_content(data: bytes, coding: str | None) -> bytes:
-    """Undo a Content-Encoding the way httpx does for the suite's client (gzip, deflate)."""
-    for token in reversed([t.strip().lower() for t in (coding or "").split(",") if t.strip()]):
-        if token in ("gzip", "x-gzip"):
-            data = gzip.decompress(data)
-        elif token == "deflate":
-            try:
-                data = zlib.decompress(data)
-            except zlib.error:
-                data = zlib.decompress(data, -zlib.MAX_WBITS)
-        elif token != "identity":
-            raise ValueError(f"content coding {token!r} not supported by the replay")
-    return data
-
-
-def to_case(data: dict[str, Any]) -> Case:
-    meta = data.get("case", {})
-    request = data["request"]
-    raw = request.get("raw_body")
-    return Case(
-        body=request.get("body") if isinstance(request.get("body"), dict) else {},
-        mode=meta.get("mode", "valid"),
-        label=meta.get("label", data.get("title", "")),
-        breaks=meta.get("breaks"),
-        auth=meta.get("auth", "default"),
-        raw_body=raw.encode("utf-8") if isinstance(raw, str) else None,
-        tags=frozenset(meta.get("tags", ())),
-    )
-
-
 def to_exchange(data: dict[str, Any]) -> Exchange:
-    """The Exchange conformance/client.py would have built from the transcript's bytes."""
-    case = to_case(data)
-    request, response = data["request"], data["response"]
-    body = case.raw_body if case.raw_body is not None else json.dumps(case.body).encode()
-    exchange = Exchange(
-        case=case,
-        url="http://127.0.0.1" + request.get("path", PATH),
-        request_headers=dict(request.get("headers", {})),
-        request_body=body,
-        status=response.get("status"),
-        headers=Headers([(str(k), str(v)) for k, v in response.get("headers", [])]),
-        transport_error=response.get("transport_error"),
-        bound=response.get("bound"),
-    )
-    if exchange.status is None:
-        return exchange
-    exchange.body = decode_content(raw_body(response), exchange.headers.get("content-encoding"))
-    if exchange.media_type == "text/event-stream":
-        parser = SSEParser()
-        exchange.events = []
-        for i, chunk in enumerate(writes(response) or [exchange.body]):
-            exchange.events.extend(parser.feed(chunk, float(i)))
-        if exchange.bound is None:
-            exchange.stream_error = parser.close()
-        exchange.invalid_utf8 = parser.invalid_utf8
-    return exchange
+    """The Exchange conformance/client.py would have built from the transcript's bytes
+    (the judge core's public builder: replaying a transcript is a user feature)."""
+    return exchange_from_transcript(data)
 
 
 def judge(data: dict[str, Any], spec: Any = None) -> dict[str, str]:
