@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 from conformance.assembly import Setup
 from conformance.case import Case
 from conformance.engine import Settings
-from conformance.exchange import Exchange, Headers
+from conformance.exchange import Exchange
 from conformance.judging import RunRecord, ScenarioRun, SkipCause, decide
+from conformance.judging.wire import exchange_from_wire
 from conformance.requirements import Level, Requirement
 from conformance.results import Finding, Results
 from conformance.runner import run_suite
@@ -70,15 +71,7 @@ MUSTS = tuple(r.id for r in REQS if r.level == Level.MUST)
 
 def _exchange() -> Exchange:
     case = Case({"model": "m", "prompt": "x"}, label="text prompt")
-    return Exchange(
-        case=case,
-        url="http://127.0.0.1/v1/completions",
-        request_headers={},
-        request_body=b"{}",
-        status=200,
-        headers=Headers([("content-type", "application/json")]),
-        body=b"{}",
-    )
+    return exchange_from_wire(case, 200, [("content-type", "application/json")], b"{}")
 
 
 def _identity(**changes: Any) -> RunRecord:
