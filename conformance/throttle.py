@@ -82,6 +82,7 @@ class Throttle:
         self._min_limit = self.ceiling
         self._in_flight = 0
         self._peak = 0
+        self._starts = 0  # sends started so far: one started during ours shared the target
         self._gate_until = 0.0  # monotonic time before which no send starts
         self._last_cut = 0.0  # monotonic time of the last halving
         self._successes = 0
@@ -101,7 +102,9 @@ class Throttle:
             self._admit()
             self._in_flight += 1
             self._peak = max(self._peak, self._in_flight)
+            self._starts += 1
             self._mine.crowded = self._in_flight > 1
+            self._mine.starts_seen = self._starts
         # Pacing outside the lock; the pacer holds its own. A gate that closed while we
         # waited for our slot is waited out too, keeping the slot we have.
         self.pacer.wait()
@@ -122,10 +125,15 @@ class Throttle:
                 return
 
     def crowded(self) -> bool:
-        """Whether this thread's current send shared the target with others (at its start
-        or its end): a time-out it met may be time spent queued behind them."""
+        """Whether this thread's current send shared the target with others at any moment
+        (one in flight at its start, one started during it, or one still in flight at its
+        end): a time-out it met may be time spent queued behind them."""
         with self._cond:
-            return bool(getattr(self._mine, "crowded", False)) or self._in_flight > 1
+            return (
+                bool(getattr(self._mine, "crowded", False))
+                or getattr(self._mine, "starts_seen", self._starts) != self._starts
+                or self._in_flight > 1
+            )
 
     def release(self, started: float, *, rate_limited: bool, queued_out: bool = False) -> None:
         """A send that started at ``started`` ended; ``rate_limited``: it was told to slow
