@@ -302,6 +302,31 @@ def test_fewer_alternatives_than_asked_is_a_should_not_a_must() -> None:
     assert stream_failed == {"STREAM-LOGPROBS-TOP-FULL"}
 
 
+@pytest.mark.parametrize(
+    ("counts", "fails"),
+    [
+        ((2, 3, 3), False),  # one short at one position: two candidates may share a key
+        ((3, 2, 2), False),  # one short here and there, not at every position
+        ((2, 2, 2), True),  # one short at every position: no collision recurs at each
+        ((3, 1, 3), True),  # two short: one collision costs one key
+        ((3, 0, 3), True),  # an empty position is no collision
+    ],
+)
+def test_a_shortfall_a_collision_can_explain_is_let_through(
+    counts: tuple[int, ...], fails: bool
+) -> None:
+    case = req(logprobs=3, max_tokens=3)
+    body = completion_for(case)
+    tops = body["choices"][0]["logprobs"]["top_logprobs"]
+    assert len(tops) == len(counts)
+    for j, count in enumerate(counts):
+        tops[j] = {f"t{i}": -1.0 - i for i in range(count)}
+    findings = body_findings(case, body)
+    assert failed(findings) == ({"LOGPROBS-TOP-FULL"} if fails else set())
+    if fails:
+        assert "asks for the 3 most likely" in findings["LOGPROBS-TOP-FULL"].message
+
+
 def test_stream_logprobs_rules_are_one_requirement_each() -> None:
     # Formerly STREAM-LOGPROBS: five rules under one MUST. Each now has its own ID, level
     # and evidence, the same as its body twin's.

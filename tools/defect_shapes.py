@@ -10,7 +10,8 @@ requirements that own the defect, written from the contract, not from the judge.
     python tools/defect_shapes.py --before before.json --doc docs/defect-shapes.md
 
 The figure to quote is the held-out set's (tests/transcripts/held-out.json): shapes written
-after the judge's fixes, measured once, never tuned on; this tool prints it last. The other
+after the judge's fixes, measured once, not to be tuned on (its `measured` history says
+where a change knew a shape); this tool prints it last. The other
 shapes were used to fix the judge, so their "after" column is not a held-out measure.
 
 A shape's result is one of:
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     print("now:   ", summary(results))
     held = json.loads(HELD_OUT.read_text(encoding="utf-8"))
     held_now = {name: results[name] for name in held["shapes"] if name in results}
-    print(f"held-out ({len(held_now)} shapes, never tuned on): {summary(held_now)}")
+    print(f"held-out ({len(held_now)} shapes, see held-out.json for what was tuned knowing them): {summary(held_now)}")
     print(f"held-out as measured {held['measured']['date']}: {held['measured']['summary']}")
     return 0
 

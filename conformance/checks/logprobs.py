@@ -214,24 +214,42 @@ def check_top_full(ctx: Context, choices: Labelled) -> None:
 
     top_logprobs is keyed by token text, so candidates that decode to the same text
     collapse into one key: byte fragments all rendered as U+FFFD (SGLang #32290), and any
-    two tokenizations of one string. A position holding a U+FFFD key is let through; other
-    collisions cannot be told from a missing candidate, and OpenAI documents that fewer
-    than requested may come back, hence this bound is never a MUST.
+    two tokenizations of one string ("▁true" and "true", vLLM #44504). A collision costs
+    one key at the position it happens, so a position one short may be a collision and is
+    not a finding on its own. A shortfall is the server's when it cannot be one: a position
+    with no entry, a position two or more short, or every position of a choice short (a
+    collision does not recur at every position; one position alone proves nothing).
+    Positions holding a U+FFFD key are let through. OpenAI documents that fewer than
+    requested may come back, hence this bound is never a MUST.
     """
     k = requested_logprobs(ctx.case.body) or 0
     for name, _, lp in logprobs_objects(choices):
         where = f"{path_of(name)}.logprobs.top_logprobs"
-        for j, top in enumerate(arrays(lp).get("top_logprobs", [])):
-            if not isinstance(top, dict) or any(REPLACEMENT in str(t) for t in top):
-                continue  # LOGPROBS-TOP-COUNT reports an entry that is not an object
-            if len(top) < k:
-                raise Violation(
-                    f"{name}.logprobs.top_logprobs[{j}] has {len(top)} entries: logprobs={k} "
-                    f"asks for the {k} most likely tokens at every position",
-                    path=f"{where}[{j}]",
-                    expected=k,
-                    actual=len(top),
-                )
+        tops = [
+            (j, top)
+            for j, top in enumerate(arrays(lp).get("top_logprobs", []))
+            # Not an object: LOGPROBS-TOP-COUNT's finding.
+            if isinstance(top, dict) and not any(REPLACEMENT in str(t) for t in top)
+        ]
+        short = [(j, top) for j, top in tops if len(top) < k]
+        if not short:
+            continue
+        j, top = min(short, key=lambda item: len(item[1]))
+        if len(top) == 0:
+            why = "an empty position is no collision"
+        elif len(top) <= k - 2:
+            why = f"{k - len(top)} short: a collision of two candidates costs one key"
+        elif len(tops) > 1 and len(short) == len(tops):
+            why = f"all {len(tops)} positions short: a collision does not recur at each"
+        else:
+            continue  # one short here and there: possibly candidates that render alike
+        raise Violation(
+            f"{name}.logprobs.top_logprobs[{j}] has {len(top)} entries: logprobs={k} "
+            f"asks for the {k} most likely tokens at every position ({why})",
+            path=f"{where}[{j}]",
+            expected=k,
+            actual=len(top),
+        )
 
 
 def _check_span(ctx: Context, name: str, offsets: list[int], text: str) -> None:
@@ -422,10 +440,11 @@ def logprobs_top_count(ctx: Context, ans: Answer) -> None:
     "LOGPROBS-TOP-FULL",
     "STREAM-LOGPROBS-TOP-FULL",
     level=SHOULD,
-    statement="At every position top_logprobs lists at least logprobs tokens. A SHOULD: "
-    "candidates that detokenize to the same text collapse into one key (byte fragments as "
-    "U+FFFD, let through here, and other collisions that cannot be told from a missing "
-    "candidate), and OpenAI documents that fewer than requested may come back.",
+    statement="At every position top_logprobs lists at least logprobs tokens. Candidates "
+    "that detokenize to the same text collapse into one key, so a position one short (or "
+    "holding U+FFFD) may be a collision and is let through; a position with none, two or more "
+    "short, or every position of a choice short is a finding. A SHOULD: OpenAI documents "
+    "that fewer than requested may come back.",
     source=SPEC_TEXT + " (the API will return a list of the `logprobs` most likely tokens)",
     evidence="spec-text",
     stated=says("logprobs", r"list of the \d+ most likely tokens"),
