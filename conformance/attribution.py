@@ -40,6 +40,9 @@ SHOWN_BY: dict[str, tuple[str, ...]] = {
     # Whether the prompt was echoed at all: a token-id prompt's echo cannot be read from
     # the text, so ECHO-LOGPROBS-PROMPT leans on the echo the prefix checks judge.
     "echo": ("ECHO-PREFIX", "STREAM-ECHO-PREFIX"),
+    # Whether echo + logprobs cover the prompt: tokens that spell only the generated text
+    # are that requirement's defect, not a second one of LOGPROBS-TOKENS-TEXT.
+    "echo-logprobs": ("ECHO-LOGPROBS-PROMPT",),
 }
 
 

@@ -251,8 +251,11 @@ def assess(
     exchange: Exchange,
     findings: Iterable[Finding] = (),
     related: Sequence[Exchange] = (),
+    spec: Spec | None = None,
 ) -> Assessment:
-    """The outcome of one probe, with the reason shown in the table."""
+    """The outcome of one probe, with the reason shown in the table. A failure breaks the
+    feature when its requirement is a MUST under ``spec`` (the judged document's level),
+    or in the registry when no document is given."""
     feature = feature_of(case)
     status = exchange.status
     if status is None:
@@ -272,6 +275,8 @@ def assess(
     owners = _owners(feature)
     for f in findings:
         req = REGISTRY.get(f.requirement)
+        if req is not None and spec is not None:
+            req = req.under(spec)
         must = req is not None and req.level == Level.MUST
         if f.outcome == "failed" and must and owners and f.requirement.startswith(owners):
             return Assessment("broken", f"{f.requirement} failed: {f.message}")
@@ -283,9 +288,10 @@ def classify(
     exchange: Exchange,
     findings: Iterable[Finding] = (),
     related: Sequence[Exchange] = (),
+    spec: Spec | None = None,
 ) -> str:
     """``offered`` | ``declined`` | ``ignored`` | ``broken`` (see :func:`assess`)."""
-    return assess(case, exchange, findings, related).outcome
+    return assess(case, exchange, findings, related, spec).outcome
 
 
 def record(
@@ -294,9 +300,10 @@ def record(
     exchange: Exchange,
     findings: Iterable[Finding] = (),
     related: Sequence[Exchange] = (),
+    spec: Spec | None = None,
 ) -> Assessment:
     """Assess one probe and enter it in ``results``' capability table."""
-    verdict = assess(case, exchange, findings, related)
+    verdict = assess(case, exchange, findings, related, spec)
     results.note_capability(feature_of(case), verdict.outcome, verdict.detail)
     return verdict
 

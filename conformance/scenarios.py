@@ -399,7 +399,7 @@ def _capabilities(item: ItemRun, _: Any) -> None:
                 continue
             exchange = twin
         findings = [f for f, ex in item.failures if ex is exchange]
-        capabilities.record(item.results, probe, exchange, findings, related)
+        capabilities.record(item.results, probe, exchange, findings, related, item.spec)
 
 
 def _fit(spec: Spec, probe: Case, point: frozenset[str]) -> Case | None:

@@ -164,3 +164,101 @@ def test_a_wrong_prompt_count_does_not_withhold_a_completion_count() -> None:
     results = run(body_exchange(plain, body), body_exchange(plain, other))
     attribute(results)
     assert failing(results) == {"FINISH-LENGTH", "USAGE-PROMPT-TOKENS"}
+
+
+def test_a_last_chunk_repeating_the_logprobs_is_one_finding() -> None:
+    # FastChat 0.2.36 (recorded: tests/transcripts/fastchat/stream-logprobs-cumulative):
+    # the final chunk, with empty text, repeats the last token's logprobs at its offset.
+    case = req(logprobs=1, stream=True, max_tokens=1)
+    chunks = cumulative(case, ["L"])
+    last = copy.deepcopy(chunks[-1])
+    last["choices"][0].update(text="", finish_reason="length")
+    chunks[-1]["choices"][0]["finish_reason"] = None
+    results = run(stream_exchange(case, [*chunks, last]))
+    assert "STREAM-MAX-TOKENS" in failing(results)  # 2 listed tokens for max_tokens 1
+    attribute(results)
+    assert failing(results) == {"STREAM-LOGPROBS-OFFSETS"}
+    message = results.tallies["STREAM-LOGPROBS-OFFSETS"].examples[0]["message"]
+    assert "token 'L' at offset 6 twice" in message
+
+
+def test_tokens_at_one_offset_that_render_as_nothing_visible_are_no_repeat() -> None:
+    # Two byte-fallback halves of one character share an offset on real servers.
+    case = req(logprobs=1, stream=True, max_tokens=2)
+    chunks = cumulative(case, ["\ufffd"])
+    second = copy.deepcopy(chunks[0])
+    chunks[0]["choices"][0]["finish_reason"] = None
+    second["choices"][0]["text"] = ""
+    results = run(stream_exchange(case, [chunks[0], second]))
+    assert "STREAM-LOGPROBS-OFFSETS" not in failing(results)
+
+
+def test_echo_logprobs_of_the_generated_text_only_are_one_finding() -> None:
+    # llama.cpp (tests/transcripts/llama.cpp/bug-echo-logprobs-generated-only): the text
+    # holds the prompt, the logprobs only the generated token.
+    case = req(logprobs=1, echo=True, max_tokens=1, prompt="Say hi")
+    body = completion_for(case, ["Say", " hi", " there"])
+    choice = body["choices"][0]
+    choice["text"] = "Say hi there"
+    choice["finish_reason"] = "length"
+    choice["logprobs"] = {
+        "tokens": [" there"],
+        "token_logprobs": [-0.5],
+        "top_logprobs": [{" there": -0.5}],
+        "text_offset": [6],
+    }
+    body["usage"] = {"prompt_tokens": 2, "completion_tokens": 1, "total_tokens": 3}
+    results = run(body_exchange(case, body))
+    assert {"ECHO-LOGPROBS-PROMPT", "LOGPROBS-TOKENS-TEXT"} <= failing(results)
+    attribute(results)
+    assert "LOGPROBS-TOKENS-TEXT" not in failing(results)
+    assert "ECHO-LOGPROBS-PROMPT" in failing(results)
+    assert (
+        "echo-logprobs shown wrong by ECHO-LOGPROBS-PROMPT"
+        in (results.tallies["LOGPROBS-TOKENS-TEXT"].not_judged[0])
+    )
+
+
+def test_tokens_that_miss_more_than_the_prompt_stay_a_tokens_text_finding() -> None:
+    # The same answer with a token dropped from the generated text too: not only the
+    # prompt's coverage, so LOGPROBS-TOKENS-TEXT keeps its own finding.
+    case = req(logprobs=1, echo=True, max_tokens=2, prompt="Say hi")
+    body = completion_for(case, ["Say", " hi", " there", " you"])
+    choice = body["choices"][0]
+    choice["text"] = "Say hi there you"
+    choice["finish_reason"] = "length"
+    choice["logprobs"] = {
+        "tokens": [" there"],
+        "token_logprobs": [-0.5],
+        "top_logprobs": [{" there": -0.5}],
+        "text_offset": [6],
+    }
+    body["usage"] = {"prompt_tokens": 2, "completion_tokens": 2, "total_tokens": 4}
+    results = run(body_exchange(case, body))
+    attribute(results)
+    assert "LOGPROBS-TOKENS-TEXT" in failing(results)
+
+
+def test_a_missing_created_is_the_schemas_finding_alone() -> None:
+    plain, streamed = req(), req(stream=True)
+    body = completion_for(plain)
+    del body["created"]
+    chunks = chunks_for(streamed)
+    for chunk in chunks:
+        chunk.pop("created", None)
+    results = run(body_exchange(plain, body), stream_exchange(streamed, chunks))
+    assert {"RESP-SCHEMA", "STREAM-CHUNK-SCHEMA"} <= failing(results)
+    assert not {"RESP-CREATED", "STREAM-CONSISTENT-IDS"} & failing(results)
+
+
+def test_a_created_in_milliseconds_is_the_semantic_requirements_finding() -> None:
+    # The schema accepts any integer: only RESP-CREATED / STREAM-CONSISTENT-IDS can say.
+    plain, streamed = req(), req(stream=True)
+    body = completion_for(plain)
+    body["created"] *= 1000
+    chunks = chunks_for(streamed)
+    for chunk in chunks:
+        chunk["created"] = body["created"]
+    results = run(body_exchange(plain, body), stream_exchange(streamed, chunks))
+    assert {"RESP-CREATED", "STREAM-CONSISTENT-IDS"} <= failing(results)
+    assert not {"RESP-SCHEMA", "STREAM-CHUNK-SCHEMA"} & failing(results)

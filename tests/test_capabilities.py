@@ -258,3 +258,13 @@ def test_require_capabilities_echo_fails_when_token_prompts_decline_it(
     assert data["capabilities"]["echo:tokens"]["outcome"] == "declined"
     assert data["capabilities"]["echo"]["outcome"] == "offered"
     assert "echo:tokens: declined" in result.stdout.str()
+
+
+def test_a_failure_breaks_a_feature_only_where_the_judged_document_makes_it_a_must() -> None:
+    # LOGPROBS-TOP-COUNT is a MUST under AIHubMix's text ("up to logprobs+1 elements") and
+    # a SHOULD under Nscale's document, which says nothing of it.
+    load_checks()
+    case, exchange = _answer(200, WITH_LOGPROBS)
+    too_many = Finding("LOGPROBS-TOP-COUNT", "failed", "top_logprobs[0] has 7 entries")
+    assert cap.classify(case, exchange, [too_many], spec=load_spec("aihubmix")) == "broken"
+    assert cap.classify(case, exchange, [too_many], spec=load_spec("nscale")) == "offered"

@@ -14,7 +14,7 @@ SKIP = {".venv", ".venv-ci", ".tox", ".git", "build", "dist", "__pycache__", ".r
         ".hypothesis", ".mypy_cache", ".ruff_cache", ".pytest_cache", "out"}  # fmt: skip
 TEXT = {".md", ".py", ".j2", ".yml", ".yaml", ".toml", ".ini", ".sh", ".txt"}
 #: Files the suite writes (report names), not files of the repository.
-OUTPUTS = {"summary.md", "matrix.md", "job-summary.md"}
+OUTPUTS = {"summary.md", "matrix.md", "job-summary.md", "replays.md"}  # files the tools write
 TOPS = ("conformance", "reports", "strategies", "docs", "tests", "tools", "benchmarks",
         "specs", "ci", ".github")  # fmt: skip
 MD = re.compile(r"(?<![\w/.$<-])((?:[\w.-]+/)*[\w-]+\.md)(?![\w/])")

@@ -115,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     print("now:   ", summary(results))
     held = json.loads(HELD_OUT.read_text(encoding="utf-8"))
     held_now = {name: results[name] for name in held["shapes"] if name in results}
-    print(f"held-out ({len(held_now)} shapes, see held-out.json for what was tuned knowing them): {summary(held_now)}")
+    print(
+        f"held-out ({len(held_now)} shapes, see held-out.json for what was tuned knowing them): {summary(held_now)}"
+    )
     print(f"held-out as measured {held['measured']['date']}: {held['measured']['summary']}")
     return 0
 

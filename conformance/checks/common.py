@@ -132,6 +132,35 @@ def _nodes_of(node: Any) -> list[dict[str, Any]]:
     return out
 
 
+def error_path(error: Any) -> list[Any]:
+    """Where a schema error is, down to the missing property of a ``required`` error."""
+    path = list(error.absolute_path)
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [p for p in error.validator_value or () if p not in error.instance]
+        if len(missing) == 1:
+            path.append(missing[0])
+    return path
+
+
+def schema_rejects(spec: Spec, kind: str, instance: Any, field: str) -> bool:
+    """The document's own ``kind`` schema rejects ``instance[field]`` (missing where it is
+    required, or of the wrong type): that is the schema requirement's finding (RESP-SCHEMA,
+    STREAM-CHUNK-SCHEMA), at the level the schema gives it, and not a second one. Where the
+    document says nothing of the field, the semantic requirement keeps it."""
+    validator = spec.validators[kind]
+    if validator is None:
+        return False
+    return any(error_path(e) == [field] for e in validator.iter_errors(instance))
+
+
+def schema_owns(ctx: Context, kind: str, body: Any, field: str) -> bool:
+    """``body[field]`` is missing or of a type the semantic check cannot read, and the
+    document's schema rejects it: the schema requirement's finding (see schema_rejects)."""
+    value = body.get(field) if isinstance(body, dict) else None
+    readable = isinstance(value, str) if field == "id" else is_int(value)
+    return not readable and schema_rejects(ctx.spec, kind, body, field)
+
+
 def check_object(body: dict[str, Any], where: str = "") -> None:
     if body.get("object") != "text_completion":
         raise Violation(

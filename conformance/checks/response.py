@@ -19,6 +19,7 @@ from conformance.checks.common import (
     choices_of,
     completion,
     constrains,
+    error_path,
     media_matches,
 )
 from conformance.requirements import Context, Level, Violation, requirement
@@ -45,16 +46,6 @@ def schema_problem(spec: Spec, kind: str, instance: Any, owned: Owned | None = N
     errors = [e for e in validator.iter_errors(instance) if owned is None or not owned(e)]
     worst = best_match(errors)
     return None if worst is None else describe(worst)
-
-
-def error_path(error: ValidationError) -> list[Any]:
-    """Where an error is, down to the missing property of a ``required`` error."""
-    path = list(error.absolute_path)
-    if error.validator == "required" and isinstance(error.instance, dict):
-        missing = [p for p in error.validator_value or () if p not in error.instance]
-        if len(missing) == 1:
-            path.append(missing[0])
-    return path
 
 
 def choice_field(error: ValidationError) -> str | None:

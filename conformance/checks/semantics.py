@@ -20,6 +20,7 @@ from conformance.checks.common import (
     declares,
     is_int,
     says,
+    schema_owns,
 )
 from conformance.checks.logprobs import echoed, path_of
 from conformance.checks.views import (
@@ -117,7 +118,10 @@ def stops(ctx: Context) -> list[str]:
     evidence="spec-text",
     stated=says("created", r"unix timestamp"),
     otherwise="openai-contract",
-    applies=completion,
+    # A missing or non-integer `created` the schema rejects is RESP-SCHEMA's finding.
+    applies=lambda ctx: (
+        completion(ctx) and not schema_owns(ctx, "response", ctx.exchange.json, "created")
+    ),
 )
 def response_created(ctx: Context) -> None:
     check_created(ctx.exchange.json, ctx.now)
@@ -133,7 +137,10 @@ def response_created(ctx: Context) -> None:
     evidence="spec-text",
     stated=says("id", r"unique identifier"),
     otherwise="openai-contract",
-    applies=completion,
+    # A missing or non-string `id` the schema rejects is RESP-SCHEMA's finding.
+    applies=lambda ctx: (
+        completion(ctx) and not schema_owns(ctx, "response", ctx.exchange.json, "id")
+    ),
 )
 def response_id(ctx: Context) -> None:
     body = ctx.exchange.json

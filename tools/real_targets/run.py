@@ -23,6 +23,10 @@ The targets:
   mlx-lm               mlx-lm's server (mlx's CPU build) on the tiny model in HF format
   fastchat             FastChat: controller + model worker (CPU torch) + OpenAI API server
 
+Spec profiles: ``aihubmix`` and ``nscale`` for every target that is not a mock of one
+document; ``openai`` (OpenAI's own document) for the LiteLLM targets; ``target`` (the
+document the server publishes at ``/openapi.json``) for llama-cpp-python.
+
 Results: ``WORK/results/<target>-<spec>/{results.json,report.html,junit.xml}``, the
 server logs beside them, ``WORK/results/matrix.{html,md}`` and ``WORK/results/summary.json``.
 Exit status 0 when every selected target was measured (its findings are data, not a
@@ -47,6 +51,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import replay
 from procs import (
     Server,
     StepError,
@@ -80,6 +85,9 @@ MLX_MODEL = "default_model"  # mlx-lm's name for the model given by --model
 MODEL_ALIAS = "tiny"  # the model name the llama servers and the forwarding proxy serve
 MOCK_MODEL = "mock-model"
 SPECS = ("aihubmix", "nscale")
+# Beyond the vendored two: OpenAI's own document (--spec openai), and the document the
+# target publishes itself (--spec target: its /openapi.json, read from the base URL).
+ALL_SPECS = (*SPECS, "openai", "target")
 
 # The two llama.cpp compiles took 25-30 min at load 5-40 on 2 shared cores (2026-12-01) and
 # were killed at 1500 s / 1800 s: allow an hour each.
@@ -656,16 +664,17 @@ def _version_fastchat(work: Work) -> str:
 TARGETS = [
     # Ordered by how soon each is ready on a fresh machine: the pip and npm installs take
     # about a minute; the two llama.cpp builds take several.
-    Target("litellm-mock", ("litellm",), SPECS, MOCK_MODEL, start_litellm_mock,
+    Target("litellm-mock", ("litellm",), (*SPECS, "openai"), MOCK_MODEL, start_litellm_mock,
            version=_version_litellm),
     Target("prism-aihubmix", ("prism",), ("aihubmix",), "any-model", start_prism_aihubmix,
            version=_version_prism),
     Target("prism-nscale", ("prism",), ("nscale",), "any-model", start_prism_nscale,
            version=_version_prism),
-    Target("llama-cpp-python", ("model", "llama-cpp-python"), SPECS, MODEL_ALIAS,
+    Target("llama-cpp-python", ("model", "llama-cpp-python"), (*SPECS, "target"), MODEL_ALIAS,
            start_llama_cpp_python, vocab_size=512, version=_version_llama_cpp_python,
            concurrency=1),
-    Target("litellm-forward", ("model", "llama-cpp-python", "litellm"), SPECS, MODEL_ALIAS,
+    Target("litellm-forward", ("model", "llama-cpp-python", "litellm"), (*SPECS, "openai"),
+           MODEL_ALIAS,
            start_litellm_forward, vocab_size=512, version=_version_litellm_forward,
            concurrency=1),
     Target("llama-server", ("model", "llama-server"), SPECS, MODEL_ALIAS, start_llama_server,
@@ -781,6 +790,10 @@ def run_suite(
             f"{int(spent.get('requests', 0))} requests, {took:.0f} s; "
             f"failing: {', '.join(failing) or 'none'}"
         )
+        # Each finding's curl replayed at once, while the target is up (replay.py).
+        replays = replay.replay_all(results, url, key=key)
+        replay.write(replays, out_dir)
+        log(f"{target.name} / {spec}: {len(replays)} finding(s) replayed by curl")
     else:
         log(f"{target.name} / {spec}: no results.json (exit {rc}); see {log_path}")
     return entry
@@ -799,7 +812,7 @@ def compare(work: Work) -> None:
     """
     done = []
     for target in TARGETS:
-        for spec in SPECS:
+        for spec in ALL_SPECS:
             results = work.results / f"{target.name}-{spec}" / "results.json"
             if results.exists():
                 done.append((f"{target.name} ({spec})", results))
@@ -833,7 +846,12 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(t.name for t in TARGETS),
         help="comma-separated targets (default: all): " + ", ".join(t.name for t in TARGETS),
     )
-    parser.add_argument("--specs", default=",".join(SPECS), help="spec profiles to run")
+    parser.add_argument(
+        "--specs",
+        default=",".join(ALL_SPECS),
+        help="spec profiles to run, each where the target lists it (default: all of "
+        f"{', '.join(ALL_SPECS)})",
+    )
     parser.add_argument(
         "--results-dir",
         type=Path,
