@@ -215,3 +215,28 @@ def test_a_whole_run_under_the_fastapi_document_passes_on_a_conformant_target() 
     assert outcome.results.tallies["STREAM-CHUNK-SCHEMA"].checked > 0
     conventions = [c["id"] for c in outcome.results.meta["conventions"]]
     assert conventions == [STREAM_STRING, FASTAPI_422, NO_4XX]
+
+
+# -- llama-cpp-python 0.3.36's own document, as its server publishes it ------------------
+# Recorded, not modelled: GET /openapi.json from llama-cpp-python[server] 0.3.36 (installed
+# from PyPI, built from its sdist) serving the tiny random GGUF model on 127.0.0.1, started
+# by `python tools/real_targets/run.py --targets llama-cpp-python --serve 900`, on
+# 2026-12-01 (the same bytes with and without the API key). 34,162 bytes, saved unchanged.
+LLAMA_DOC = Path(__file__).resolve().parent / "fixtures" / "llama_cpp_python_0.3.36_openapi.json"
+
+
+def test_llama_cpp_pythons_real_document_has_the_modelled_conventions() -> None:
+    spec = load_spec(str(LLAMA_DOC))
+    assert _ids(spec) == {STREAM_STRING, FASTAPI_422, NO_4XX}
+    assert spec.operation_path == "/v1/completions"
+
+
+def test_llama_cpp_pythons_real_document_judges_conformant_streams_by_the_json_schema(
+    targets: Targets,
+) -> None:
+    spec = load_spec(str(LLAMA_DOC))
+    conformant = targets.get("aihubmix").send(case(stream=True, n=2, logprobs=1))
+    assert "STREAM-CHUNK-SCHEMA" not in failed(judge(spec, conformant))
+    usage = case(stream=True, stream_options={"include_usage": True})
+    broken = targets.get("aihubmix", "stream-usage-empty-object").send(usage)
+    assert "STREAM-CHUNK-SCHEMA" in failed(judge(spec, broken))
