@@ -262,3 +262,24 @@ def test_a_created_in_milliseconds_is_the_semantic_requirements_finding() -> Non
     results = run(body_exchange(plain, body), stream_exchange(streamed, chunks))
     assert {"RESP-CREATED", "STREAM-CONSISTENT-IDS"} <= failing(results)
     assert not {"RESP-SCHEMA", "STREAM-CHUNK-SCHEMA"} & failing(results)
+
+
+def test_offsets_past_an_echo_that_was_ignored_are_the_echo_finding_alone() -> None:
+    # llama-cpp-python 0.3.36 (recorded by the real-targets tier): a streamed echo request
+    # is answered without the prompt, offsets counted from the prompt's end as without echo.
+    case = req(logprobs=0, echo=True, stream=True, max_tokens=2, prompt="Say hi")
+    words = [" there", " you"]
+    offsets = [6, 12]
+    chunks = []
+    for word, offset in zip(words, offsets, strict=True):
+        lp = {"tokens": [word], "token_logprobs": [-1.0], "top_logprobs": [None],
+              "text_offset": [offset]}  # fmt: skip
+        choice = {"index": 0, "text": word, "logprobs": lp, "finish_reason": None}
+        chunks.append({"id": "cmpl-1", "object": "text_completion", "created": 1_760_000_000,
+                       "model": "reference-model", "choices": [choice]})  # fmt: skip
+    chunks[-1]["choices"][0]["finish_reason"] = "length"
+    results = run(stream_exchange(case, chunks))
+    assert {"STREAM-ECHO-PREFIX", "STREAM-LOGPROBS-OFFSETS"} <= failing(results)
+    attribute(results)
+    assert "STREAM-ECHO-PREFIX" in failing(results)
+    assert "STREAM-LOGPROBS-OFFSETS" not in failing(results)

@@ -262,12 +262,15 @@ def _check_span(ctx: Context, name: str, offsets: list[int], text: str) -> None:
     where = f"{path_of(name)}.logprobs.text_offset"
     size, last = len(text.encode("utf-8")), len(offsets) - 1
     if echoed(ctx) and offsets[-1] > size:
+        # Rests on the echo having happened: a server that ignored echo (ECHO-PREFIX's
+        # finding) counts its offsets as without it, and this is no second defect.
         raise Violation(
             f"{where} reaches {offsets[-1]}, past the end of the returned text ({size} bytes): "
             "with echo the logprobs must describe the text returned",
             path=f"{where}[{last}]",
             expected=size,
             actual=offsets[-1],
+            witness="echo",
         )
     if offsets[-1] - offsets[0] > size:
         raise Violation(
