@@ -11,7 +11,8 @@ second time under the wrong owner. :func:`attribute` runs once over a run's merg
 judged", never dropping it silently.
 
 A check names its witness with ``Violation(..., witness=...)``; the tally keeps those
-failures apart (``Tally.witnessed``). Witnesses are settled in order: logprobs first, since
+failures apart (``Tally.witnessed``). Logprobs are a witness per mode (streamed, non-streamed:
+results.PER_MODE_WITNESSES). Witnesses are settled in order: logprobs first, since
 a usage requirement may itself rest on logprobs (USAGE-COMPLETION-TOKENS counts them).
 """
 
@@ -30,12 +31,10 @@ ATTRIBUTION = "attribution"
 #: (STREAM-USAGE) or tokens rendered unlike the text (LOGPROBS-TOKENS-TEXT) say nothing of
 #: how many tokens were generated.
 SHOWN_BY: dict[str, tuple[str, ...]] = {
-    "logprobs": (
-        "LOGPROBS-SHAPE",
-        "STREAM-LOGPROBS-SHAPE",
-        "LOGPROBS-OFFSETS",
-        "STREAM-LOGPROBS-OFFSETS",
-    ),
+    # Per mode (results.PER_MODE_WITNESSES): a finding on a streamed answer rests on
+    # "stream-logprobs", one on a body on "logprobs".
+    "logprobs": ("LOGPROBS-SHAPE", "LOGPROBS-OFFSETS"),
+    "stream-logprobs": ("STREAM-LOGPROBS-SHAPE", "STREAM-LOGPROBS-OFFSETS"),
     "usage": ("USAGE-COMPLETION-TOKENS",),
     # Whether the prompt was echoed at all: a token-id prompt's echo cannot be read from
     # the text, so ECHO-LOGPROBS-PROMPT leans on the echo the prefix checks judge.

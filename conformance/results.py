@@ -89,6 +89,17 @@ def judged_case(spec: Spec, case: Case) -> Case:
     return case if broken else replace(case, mode="valid")
 
 
+#: Witnesses judged apart in each mode: streamed logprobs shown wrong (cumulative per
+#: chunk, say) say nothing of the same server's non-streamed logprobs, and the other way.
+PER_MODE_WITNESSES = ("logprobs",)
+
+
+def _scoped_witness(witness: str | None, exchange: Exchange) -> str | None:
+    if witness in PER_MODE_WITNESSES and exchange.case.stream:
+        return f"stream-{witness}"
+    return witness
+
+
 def evaluate(
     requirements: list[Requirement],
     spec: Spec,
@@ -124,7 +135,7 @@ def evaluate(
                     expected=getattr(exc, "expected", None),
                     actual=getattr(exc, "actual", None),
                     case=key,
-                    witness=getattr(exc, "witness", None),
+                    witness=_scoped_witness(getattr(exc, "witness", None), exchange),
                 )
             )
         except Unsupported as exc:

@@ -283,3 +283,18 @@ def test_offsets_past_an_echo_that_was_ignored_are_the_echo_finding_alone() -> N
     attribute(results)
     assert "STREAM-ECHO-PREFIX" in failing(results)
     assert "STREAM-LOGPROBS-OFFSETS" not in failing(results)
+
+
+def test_streamed_logprobs_shown_wrong_leave_a_bodys_logprobs_as_witness() -> None:
+    # FastChat 0.2.36 (the real-targets tier): cumulative logprobs in streams only; its
+    # non-streamed logprobs are right and show the usage one short, which must stand.
+    with_logprobs = req(logprobs=1)
+    body = off_by_one(completion_for(with_logprobs))
+    streamed = req(logprobs=1, stream=True, max_tokens=4)
+    results = run(
+        body_exchange(with_logprobs, body),
+        stream_exchange(streamed, cumulative(streamed, ["Hello", " world", " and", " more"])),
+    )
+    attribute(results)
+    assert {"USAGE-COMPLETION-TOKENS", "STREAM-LOGPROBS-OFFSETS"} <= failing(results)
+    assert results.tallies["USAGE-COMPLETION-TOKENS"].not_judged == []
