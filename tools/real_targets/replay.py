@@ -10,7 +10,7 @@ suite's first-byte bound). What the server answered (status line, headers, body 
 goes to ``replays.json`` and ``replays.md`` beside the results (or in ``--out``): the raw
 material for classifying each
 finding as true, false alarm or misattribution in docs/real-targets.md. run.py calls it
-after each suite run, while the target is still up.
+after each suite run, on a freshly started server.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any
 
 BOUND_SECONDS = 30  # the suite's own first-byte bound: a runaway answer is not waited out
 EXCERPT = 1500
+RUNAWAY = '"max_tokens": 0'
 _ORIGIN = re.compile(r"https?://127\.0\.0\.1:\d+")
 
 
@@ -35,30 +36,33 @@ def replay_all(
     """Replay the findings of one results.json against ``url`` (with ``key``, else
     $CONFORMANCE_API_KEY); return the records."""
     data = json.loads(results.read_text(encoding="utf-8"))
-    records = []
+    chosen = []
     for req in data["requirements"]:
         if not req.get("failed"):
             continue
         seen: set[str] = set()
         for ex in req.get("examples", []):
-            curl = ex.get("curl")
-            if not curl or ex["message"] in seen:
+            if not ex.get("curl") or ex["message"] in seen:
                 continue
             seen.add(ex["message"])
             if len(seen) > examples:
                 break
-            records.append(
-                {
-                    "requirement": req["id"],
-                    "level": req["level"],
-                    "failed": f"{req['failed']}/{req['checked']}",
-                    "message": ex["message"],
-                    "case": ex.get("case"),
-                    "run_status": ex.get("status"),
-                    **_run(_ORIGIN.sub(url.rstrip("/"), curl, count=1), key),
-                }
-            )
-    return records
+            chosen.append((req, ex))
+    # Unlimited answers last (max_tokens 0 is "no limit" on some servers, which keep
+    # generating after curl gives up): the replays after them would wait in their queue.
+    chosen.sort(key=lambda pair: RUNAWAY in pair[1]["curl"])
+    return [
+        {
+            "requirement": req["id"],
+            "level": req["level"],
+            "failed": f"{req['failed']}/{req['checked']}",
+            "message": ex["message"],
+            "case": ex.get("case"),
+            "run_status": ex.get("status"),
+            **_run(_ORIGIN.sub(url.rstrip("/"), ex["curl"], count=1), key),
+        }
+        for req, ex in chosen
+    ]
 
 
 def _run(curl: str, key: str | None) -> dict[str, Any]:

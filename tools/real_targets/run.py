@@ -790,10 +790,6 @@ def run_suite(
             f"{int(spent.get('requests', 0))} requests, {took:.0f} s; "
             f"failing: {', '.join(failing) or 'none'}"
         )
-        # Each finding's curl replayed at once, while the target is up (replay.py).
-        replays = replay.replay_all(results, url, key=key)
-        replay.write(replays, out_dir)
-        log(f"{target.name} / {spec}: {len(replays)} finding(s) replayed by curl")
     else:
         log(f"{target.name} / {spec}: no results.json (exit {rc}); see {log_path}")
     return entry
@@ -946,6 +942,16 @@ def main(argv: list[str] | None = None) -> int:
                     entry["version"] = version
                     if target.after is not None and entry.get("results"):
                         target.after(work, servers, spec)
+                    if entry.get("results"):
+                        # Each finding's curl replayed on a fresh server (replay.py): one
+                        # still busy with the run's unlimited answers would only time out.
+                        for server in servers:
+                            server.stop()
+                        servers = target.start(work, prep, key)
+                        results = Path(str(entry["results"]))
+                        replays = replay.replay_all(results, servers[0].url, key=key)
+                        replay.write(replays, results.parent)
+                        log(f"{target.name} / {spec}: {len(replays)} finding(s) replayed by curl")
                     runs.append(entry)
                     if not entry.get("results"):
                         failures.append(f"{target.name} / {spec}: the suite wrote no results")
