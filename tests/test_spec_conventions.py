@@ -240,3 +240,14 @@ def test_llama_cpp_pythons_real_document_judges_conformant_streams_by_the_json_s
     usage = case(stream=True, stream_options={"include_usage": True})
     broken = targets.get("aihubmix", "stream-usage-empty-object").send(usage)
     assert "STREAM-CHUNK-SCHEMA" in failed(judge(spec, broken))
+
+
+def test_the_error_envelope_is_a_must_only_where_the_document_gives_its_schema() -> None:
+    """llama-cpp-python's own document declares no error schema (only FastAPI's 422): its
+    `{"detail": "Invalid API key"}` 401 fails the OpenAI envelope as a SHOULD there, and
+    the same body fails a MUST under a document whose schema defines the envelope."""
+    body = b'{"detail": "Invalid API key"}'
+    for doc, level in ((str(LLAMA_DOC), Level.SHOULD), ("aihubmix", Level.MUST)):
+        spec = load_spec(doc)
+        assert "ERROR-ENVELOPE" in failed(judge(spec, exchange(401, body)))
+        assert REGISTRY["ERROR-ENVELOPE"].under(spec).level is level

@@ -58,6 +58,11 @@ def _envelope_hint(body: Any) -> str:
     source="spec: responses.4xx.content.*.schema (Nscale ErrorResponse, AIHubMix "
     "GatewayError); OpenAI clients read error.message",
     evidence="spec-schema",
+    # A document with no error schema (FastAPI's own, which declares only its 422) promises
+    # no envelope: OpenAI's `{"error": {"message": ...}}` is then the OpenAI contract's
+    # (the SDK still raises the right error, with the raw body as its message).
+    stated=lambda spec: spec.error_schema is not None,
+    otherwise="openai-contract",
     # A body cut short by a bound cannot be judged; HTTP-COMPLETE reports the bound.
     applies=lambda ctx: _client_error(ctx) and ctx.exchange.bound is None,
 )
