@@ -565,3 +565,23 @@ def test_a_wrong_object_in_stream_chunks_is_one_finding(spec: Any) -> None:
     findings = judge(spec, stream_exchange(case, chunks))
     assert failed(findings) == {"STREAM-CONSISTENT-IDS"}
     assert "text_completion.chunk" in findings["STREAM-CONSISTENT-IDS"].message
+
+
+def test_tokens_rendered_as_u_fffd_fragments_spell_the_whole_character() -> None:
+    # FastChat 0.2.36 (the real-targets tier): the two byte tokens of U+0350 are listed as
+    # "\ufffd" each, the text shows the character; vLLM renders fragments the same way.
+    case = req(logprobs=1, max_tokens=4)
+    body = completion_for(case)
+    choice = body["choices"][0]
+    choice["text"] = "ab\u0350c"
+    lp = choice["logprobs"]
+    lp["tokens"] = ["ab", "\ufffd", "\ufffd", "c"]
+    lp["token_logprobs"] = [-1.0] * 4
+    lp["top_logprobs"] = [{t: -1.0} for t in lp["tokens"]]
+    lp["text_offset"] = [0, 2, 2, 3]
+    body["usage"]["completion_tokens"] = 4
+    body["usage"]["total_tokens"] = body["usage"]["prompt_tokens"] + 4
+    body["choices"][0]["finish_reason"] = "length"
+    assert "LOGPROBS-TOKENS-TEXT" not in failed(body_findings(case, body))
+    choice["text"] = "ab\u0350d"  # the visible token does not match: still a finding
+    assert "LOGPROBS-TOKENS-TEXT" in failed(body_findings(case, body))
