@@ -86,6 +86,16 @@ def test_stream_usage_differing_for_the_same_text_fails(spec: Spec) -> None:
     assert "same text" in findings["STREAM-USAGE-MATCHES"].message
 
 
+def test_stream_usage_above_max_tokens_is_stream_max_tokens_finding_alone(spec: Spec) -> None:
+    """LiteLLM 1.108.7 in front of llama-cpp-python (the real-targets tier) counts a stream's
+    text with its own tokenizer: 16 completion tokens for max_tokens 8, where the same text
+    non-streamed counts 8. One defect: STREAM-MAX-TOKENS reports it, not this too."""
+    plain, streamed = _stream_pair(20)
+    findings = judge(spec, streamed, (plain,))
+    assert "STREAM-MAX-TOKENS" in failed(findings)
+    assert "STREAM-USAGE-MATCHES" not in failed(findings)
+
+
 def test_stream_usage_of_a_different_text_is_not_compared(spec: Spec) -> None:
     """Different text is STREAM-MATCHES-NONSTREAM's finding; its count may differ with it."""
     plain, streamed = _stream_pair(0, words=["Hello", " there"])
