@@ -12,7 +12,7 @@ judged", never dropping it silently.
 
 A check names its witness with ``Violation(..., witness=...)``; the tally keeps those
 failures apart (``Tally.witnessed``). Logprobs are a witness per mode (streamed, non-streamed:
-results.PER_MODE_WITNESSES). Witnesses are settled in order: logprobs first, since
+results.PER_MODE_WITNESSES), and so is usage. Witnesses are settled in order: logprobs first, since
 a usage requirement may itself rest on logprobs (USAGE-COMPLETION-TOKENS counts them).
 """
 
@@ -36,6 +36,9 @@ SHOWN_BY: dict[str, tuple[str, ...]] = {
     "logprobs": ("LOGPROBS-SHAPE", "LOGPROBS-OFFSETS"),
     "stream-logprobs": ("STREAM-LOGPROBS-SHAPE", "STREAM-LOGPROBS-OFFSETS"),
     "usage": ("USAGE-COMPLETION-TOKENS",),
+    # A usage chunk is also shown wrong by the non-streamed answer to the same request,
+    # when both have the same text and the counts differ.
+    "stream-usage": ("USAGE-COMPLETION-TOKENS", "STREAM-USAGE-MATCHES"),
     # Whether the prompt was echoed at all: a token-id prompt's echo cannot be read from
     # the text, so ECHO-LOGPROBS-PROMPT leans on the echo the prefix checks judge.
     "echo": ("ECHO-PREFIX", "STREAM-ECHO-PREFIX"),

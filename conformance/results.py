@@ -90,8 +90,9 @@ def judged_case(spec: Spec, case: Case) -> Case:
 
 
 #: Witnesses judged apart in each mode: streamed logprobs shown wrong (cumulative per
-#: chunk, say) say nothing of the same server's non-streamed logprobs, and the other way.
-PER_MODE_WITNESSES = ("logprobs",)
+#: chunk, say) say nothing of the same server's non-streamed logprobs; a usage chunk shown
+#: wrong says nothing of a body's usage.
+PER_MODE_WITNESSES = ("logprobs", "usage")
 
 
 def _scoped_witness(witness: str | None, exchange: Exchange) -> str | None:

@@ -945,7 +945,13 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
         next(c for c in p.chunks(**INCLUDE_USAGE) if c.get("choices") == [])["usage"][
             "completion_tokens"
         ]
-        != p.json()["usage"]["completion_tokens"]
+        == p.json()["usage"]["completion_tokens"] + 1
+    ),
+    "stream-usage-counts-less": lambda p: (
+        next(c for c in p.chunks(**INCLUDE_USAGE) if c.get("choices") == [])["usage"][
+            "completion_tokens"
+        ]
+        == p.json()["usage"]["completion_tokens"] - 1
     ),
     "rate-limit-bare-body": lambda p: any(
         r.status_code == 429 and "error" not in r.json() for r in [p.post() for _ in range(3)]

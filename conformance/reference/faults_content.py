@@ -562,20 +562,34 @@ def _prompt_per_choice_streamed(items: Items, ctx: StreamContext) -> Items:
     return items
 
 
-@_stream_fault(
-    "stream-usage-counts-more",
-    "The usage chunk of a one-choice stream counts one completion token more (total adjusted).",
-)
-def _stream_usage_counts_more(items: Items, ctx: StreamContext) -> Items:
+def _shift_stream_usage(items: Items, ctx: StreamContext, delta: int) -> Items:
+    """The usage chunk of a one-choice stream counts ``delta`` completion tokens more."""
     if ctx.request.n != 1 or len(ctx.request.prompts) != 1:
         return items
     for it in filter(is_usage, items):
         it["usage"] = {
             **it["usage"],
-            "completion_tokens": it["usage"]["completion_tokens"] + 1,
-            "total_tokens": it["usage"]["total_tokens"] + 1,
+            "completion_tokens": it["usage"]["completion_tokens"] + delta,
+            "total_tokens": it["usage"]["total_tokens"] + delta,
         }
     return items
+
+
+@_stream_fault(
+    "stream-usage-counts-more",
+    "The usage chunk of a one-choice stream counts one completion token more (total adjusted).",
+)
+def _stream_usage_counts_more(items: Items, ctx: StreamContext) -> Items:
+    return _shift_stream_usage(items, ctx, +1)
+
+
+@_stream_fault(
+    "stream-usage-counts-less",
+    "The usage chunk of a one-choice stream counts one completion token fewer (total "
+    "adjusted): below what the same request counts non-streamed, not below what was seen.",
+)
+def _stream_usage_counts_less(items: Items, ctx: StreamContext) -> Items:
+    return _shift_stream_usage(items, ctx, -1)
 
 
 # --- a declared default ignored ----------------------------------------------------------
