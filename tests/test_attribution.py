@@ -193,13 +193,13 @@ def test_tokens_at_one_offset_that_render_as_nothing_visible_are_no_repeat() -> 
     assert "STREAM-LOGPROBS-OFFSETS" not in failing(results)
 
 
-def test_echo_logprobs_of_the_generated_text_only_are_one_finding() -> None:
-    # llama.cpp (tests/transcripts/llama.cpp/bug-echo-logprobs-generated-only): the text
-    # holds the prompt, the logprobs only the generated token.
-    case = req(logprobs=1, echo=True, max_tokens=1, prompt="Say hi")
-    body = completion_for(case, ["Say", " hi", " there"])
+def echoed_with_logprobs_of(generated: list[str]) -> Exchange:
+    """An echo answer to "Say hi" whose text holds the prompt and ``generated``, and whose
+    logprobs list only the token " there", after the prompt."""
+    case = req(logprobs=1, echo=True, max_tokens=len(generated), prompt="Say hi")
+    body = completion_for(case, ["Say", " hi", *generated])
     choice = body["choices"][0]
-    choice["text"] = "Say hi there"
+    choice["text"] = "Say hi" + "".join(generated)
     choice["finish_reason"] = "length"
     choice["logprobs"] = {
         "tokens": [" there"],
@@ -207,8 +207,15 @@ def test_echo_logprobs_of_the_generated_text_only_are_one_finding() -> None:
         "top_logprobs": [{" there": -0.5}],
         "text_offset": [6],
     }
-    body["usage"] = {"prompt_tokens": 2, "completion_tokens": 1, "total_tokens": 3}
-    results = run(body_exchange(case, body))
+    count = len(generated)
+    body["usage"] = {"prompt_tokens": 2, "completion_tokens": count, "total_tokens": 2 + count}
+    return body_exchange(case, body)
+
+
+def test_echo_logprobs_of_the_generated_text_only_are_one_finding() -> None:
+    # llama.cpp (tests/transcripts/llama.cpp/bug-echo-logprobs-generated-only): the text
+    # holds the prompt, the logprobs only the generated token.
+    results = run(echoed_with_logprobs_of([" there"]))
     assert {"ECHO-LOGPROBS-PROMPT", "LOGPROBS-TOKENS-TEXT"} <= failing(results)
     attribute(results)
     assert "LOGPROBS-TOKENS-TEXT" not in failing(results)
@@ -222,19 +229,7 @@ def test_echo_logprobs_of_the_generated_text_only_are_one_finding() -> None:
 def test_tokens_that_miss_more_than_the_prompt_stay_a_tokens_text_finding() -> None:
     # The same answer with a token dropped from the generated text too: not only the
     # prompt's coverage, so LOGPROBS-TOKENS-TEXT keeps its own finding.
-    case = req(logprobs=1, echo=True, max_tokens=2, prompt="Say hi")
-    body = completion_for(case, ["Say", " hi", " there", " you"])
-    choice = body["choices"][0]
-    choice["text"] = "Say hi there you"
-    choice["finish_reason"] = "length"
-    choice["logprobs"] = {
-        "tokens": [" there"],
-        "token_logprobs": [-0.5],
-        "top_logprobs": [{" there": -0.5}],
-        "text_offset": [6],
-    }
-    body["usage"] = {"prompt_tokens": 2, "completion_tokens": 2, "total_tokens": 4}
-    results = run(body_exchange(case, body))
+    results = run(echoed_with_logprobs_of([" there", " you"]))
     attribute(results)
     assert "LOGPROBS-TOKENS-TEXT" in failing(results)
 
