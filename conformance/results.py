@@ -90,8 +90,9 @@ def judged_case(spec: Spec, case: Case) -> Case:
 
 
 #: Witnesses judged apart in each mode: streamed logprobs shown wrong (cumulative per
-#: chunk, say) say nothing of the same server's non-streamed logprobs; a usage chunk shown
-#: wrong says nothing of a body's usage.
+#: chunk, say) say nothing of the same server's non-streamed logprobs; a usage chunk that
+#: STREAM-USAGE-MATCHES shows wrong says nothing of a body's usage (USAGE-COMPLETION-TOKENS,
+#: one tally over both modes, still shows both: conformance.attribution.SHOWN_BY).
 PER_MODE_WITNESSES = ("logprobs", "usage")
 
 

@@ -256,8 +256,10 @@ def stream_consistent_ids(ctx: Context) -> None:
 
     first_event, first = chunks[0]
     for key in IDENTITY:
+        if owned(first, key):
+            continue
         for n, chunk in chunks[1:]:
-            if owned(chunk, key) or owned(first, key):
+            if owned(chunk, key):
                 continue
             if chunk.get(key) != first.get(key):
                 raise Violation(
