@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from conformance import __version__
 from conformance.attribution import attribute
 from conformance.client import Client, Limits, Pacer, RetryPolicy
+from conformance.contract import DEFAULT_CONTRACT, Contract
 from conformance.engine import Run, Settings, no_verdict_reason, record_of
 from conformance.exceptions import ConformanceError
 from conformance.policies import registry
@@ -71,6 +72,7 @@ class Setup:
     settings: Settings = field(default_factory=Settings)
     spec: str = "aihubmix"
     strict_spec: bool = False
+    contract: Contract = DEFAULT_CONTRACT
     target_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     headers: tuple[tuple[str, str], ...] = ()
@@ -126,7 +128,7 @@ def assemble(setup: Setup, baseline: BaselineGate | None = None) -> Assembled:
         raise BadInput(bad)
     fetch = Fetch(setup.api_key, setup.headers, setup.limits, setup.target_url)
     try:
-        spec = load_spec(setup.spec, strict=setup.strict_spec, fetch=fetch)
+        spec = load_spec(setup.spec, strict=setup.strict_spec, fetch=fetch, contract=setup.contract)
     except SpecError as exc:
         raise BadInput(str(exc)) from None
     if bad := option_values.spec_problem(setup, spec):
@@ -219,6 +221,7 @@ def _header(setup: Setup, spec: Spec, settings: Settings, target: str) -> dict[s
         "spec_sha256": spec.sha256,
         "operation": operation_line(spec),
         "strict_spec": spec.strict,
+        "contract": spec.contract.value,
         "strict": settings.strict,
         "suite_version": __version__,
         "errata": [{"id": e.id, "title": e.title, "detail": e.detail} for e in spec.errata],

@@ -102,6 +102,7 @@ def record_of(spec: Spec, settings: Settings, **identity: Any) -> RunRecord:
     return RunRecord(
         seed=settings.seed,
         spec=spec.name,
+        contract=spec.contract.value,
         model=settings.model,
         strict=settings.strict,
         require_capabilities=tuple(settings.require_capabilities),

@@ -22,6 +22,7 @@ DEFAULT_CONCURRENCY = 16
 
 
 def add_options(parser: pytest.Parser) -> None:
+    from conformance.contract import CONTRACT_HELP, DEFAULT_CONTRACT, Contract  # light
     from conformance.policies import strict_help  # light: no spec is loaded
 
     add = parser.getgroup("conformance", "completions conformance suite").addoption
@@ -46,6 +47,14 @@ def add_options(parser: pytest.Parser) -> None:
         "--strict-spec",
         action="store_true",
         help=strict_help(),
+    )
+    add(
+        "--contract",
+        choices=[c.value for c in Contract],
+        default=DEFAULT_CONTRACT.value,
+        help="How the document binds the target: "
+        + "; ".join(f"{c.value}: {CONTRACT_HELP[c]}" for c in Contract)
+        + f" (default: {DEFAULT_CONTRACT.value}).",
     )
     # pytest owns --strict, so the level switch has a longer name.
     add("--strict-should", action="store_true", help="SHOULD findings fail the run too.")
@@ -195,6 +204,7 @@ def setup_from(config: pytest.Config) -> Setup:
     """The Setup the command line asks for."""
     from conformance.assembly import Setup
     from conformance.client import Limits
+    from conformance.contract import Contract
     from conformance.engine import Settings
 
     opt = config.option
@@ -228,6 +238,7 @@ def setup_from(config: pytest.Config) -> Setup:
         settings=settings,
         spec=opt.spec,
         strict_spec=opt.strict_spec,
+        contract=Contract(opt.contract),
         target_url=opt.target_url,
         api_key=opt.api_key or os.environ.get(API_KEY_ENV) or None,
         headers=headers(opt.header),

@@ -138,7 +138,10 @@ def header_lines(spec: Spec) -> list[str]:
 
     conventions = ", ".join(c.id for c in spec.conventions) or "none"
     digest = f", sha256 {spec.sha256[:16]}" if spec.sha256 else ""
+    from conformance.contract import CONTRACT_HELP
+
     return [
+        f"conformance: contract {spec.contract.value}: {CONTRACT_HELP[spec.contract]}",
         f"conformance: errata applied: {errata}",
         f"conformance: policies: {policies}",
         f"conformance: conventions of the document: {conventions}",

@@ -10,8 +10,11 @@ Each requirement names the evidence it rests on, and its level follows that evid
 (docs/design.md): a server habit (what OpenAI happens to do) is never a MUST. Evidence is per document: a
 requirement resting on a document's text or schema says where (``stated``), and which
 evidence is left where the judged document is silent (``otherwise``); ``under(spec)`` is
-the requirement as that document supports it (a MUST whose remaining evidence is the
-OpenAI contract or a server habit is a SHOULD there). ``scope`` says why a requirement
+the requirement as that document supports it under the spec's contract
+(conformance/contract.py): OpenAI's documented meaning of a field the document declares
+binds as a MUST under ``openai-compatible``; under ``document``, or for a field the
+document does not declare, a MUST whose remaining evidence is the OpenAI contract or a
+server habit is a SHOULD. ``why(spec)`` says in one line which of these gave the level. ``scope`` says why a requirement
 cannot apply under a given spec (the spec does not declare the feature), so a run can
 report it as not applicable instead of untested.
 """
@@ -23,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
+
+from conformance.contract import Contract, binds
 
 if TYPE_CHECKING:
     from conformance.case import Case
@@ -38,10 +43,11 @@ class Level(StrEnum):
     CAPABILITY = "CAPABILITY"
 
 
-#: Evidence tiers, strongest first. Only the first three may carry a MUST.
+#: Evidence tiers, strongest first. Only the first three carry a MUST by themselves.
 #: ``openai-contract``: OpenAI's API reference states it and the judged document, which
-#: reuses OpenAI's field names, says nothing either way: what "OpenAI-compatible" leads a
-#: client to expect, not what this document promises, hence at most a SHOULD.
+#: reuses OpenAI's field names, says nothing more: a MUST under the ``openai-compatible``
+#: contract for a field the document declares (conformance/contract.py ``binds``), at most
+#: a SHOULD otherwise.
 EVIDENCE = ("spec-schema", "spec-text", "client-visible", "openai-contract", "server-habit")
 MUST_EVIDENCE = frozenset(EVIDENCE[:3])
 
@@ -102,6 +108,20 @@ Stated = Callable[["Spec"], bool]
 
 
 @dataclass(frozen=True, slots=True)
+class FieldStated:
+    """A ``stated`` about one field: whether the document's text or schema for ``field``
+    gives the evidence (``test``). Naming the field lets the contract tell whether the
+    document declares it under OpenAI's name (conformance/contract.py)."""
+
+    field: str
+    test: Stated
+    says: str = ""  # what the document's text would have to say, for the catalogue
+
+    def __call__(self, spec: Spec) -> bool:
+        return self.test(spec)
+
+
+@dataclass(frozen=True, slots=True)
 class Requirement:
     """A rule the target must (or should) follow, with the check that judges it."""
 
@@ -116,21 +136,63 @@ class Requirement:
     scope: Scope | None = field(default=None, compare=False, repr=False)
     stated: Stated | None = field(default=None, compare=False, repr=False)
     otherwise: str = ""
+    #: Why it has its level under the judged document (set by ``under``; the reports show it).
+    why_level: str = field(default="", compare=False)
 
     def not_applicable(self, spec: Spec) -> str | None:
         """Why this requirement cannot apply under ``spec``, or None."""
         return self.scope(spec) if self.scope is not None else None
 
-    def under(self, spec: Spec) -> Requirement:
-        """This requirement as ``spec`` supports it: where the document does not give its
-        evidence, the ``otherwise`` evidence, and the level that evidence allows."""
-        if self.stated is None or self.stated(spec):
-            return self
-        level = self.level
-        if level is Level.MUST and self.otherwise not in MUST_EVIDENCE:
-            level = Level.SHOULD
-        return replace(self, level=level, evidence=self.otherwise)
+    @property
+    def field(self) -> str | None:
+        """The field whose meaning the requirement's evidence is about, if one."""
+        return self.stated.field if isinstance(self.stated, FieldStated) else None
 
+    def under(self, spec: Spec) -> Requirement:
+        """This requirement as ``spec`` supports it under its contract: where the document
+        does not give its evidence, the ``otherwise`` evidence, and the level it allows."""
+        level, evidence = self._level_under(spec)
+        return replace(self, level=level, evidence=evidence, why_level=self.why(spec))
+
+    def _level_under(self, spec: Spec) -> tuple[Level, str]:
+        if self.stated is None or self.stated(spec):
+            return self.level, self.evidence
+        level = self.level
+        bound = self.otherwise == "openai-contract" and binds(spec, self.field)
+        if level is Level.MUST and self.otherwise not in MUST_EVIDENCE and not bound:
+            level = Level.SHOULD
+        return level, self.otherwise
+
+    def why(self, spec: Spec) -> str:
+        """One line: why the requirement has its level under ``spec`` and its contract."""
+        judged, evidence = self._level_under(spec)
+        level = judged.value
+        words = _EVIDENCE_WORDS.get(evidence, evidence)
+        if self.stated is None or self.stated(spec):
+            reason = words
+        elif evidence != "openai-contract":
+            reason = f"the document is silent on it; {words}"
+        elif binds(spec, self.field):
+            reason = (
+                f"the document declares `{self.field}` under OpenAI's name, and the "
+                "openai-compatible contract binds OpenAI's documented meaning"
+            )
+        elif spec.contract is Contract.DOCUMENT:
+            reason = f"{words}; the document contract holds the target to the document alone"
+        else:
+            reason = f"{words}; the document does not declare `{self.field}` with OpenAI's type"
+        if self.level is not Level.MUST:
+            reason += f" (a {self.level.value} wherever it is judged)"
+        return f"{level}: {reason}"
+
+
+_EVIDENCE_WORDS = {
+    "spec-schema": "the document's schema says it",
+    "spec-text": "the document's text says it",
+    "client-visible": "the openai SDK or a widely used client breaks or misreads",
+    "openai-contract": "OpenAI's API reference says it",
+    "server-habit": "what OpenAI's server happens to do",
+}
 
 REGISTRY: dict[str, Requirement] = {}
 AREAS = ("transport", "schema", "semantics", "streaming", "errors", "auth", "sdk")

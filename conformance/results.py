@@ -220,6 +220,8 @@ class Tally:
     statement: str
     source: str
     evidence: str = ""
+    #: Why the requirement has its level under the judged document and contract.
+    why_level: str = ""
     checked: int = 0
     failed: int = 0
     unsupported: int = 0
@@ -291,6 +293,7 @@ class Results:
                     r.statement,
                     r.source,
                     evidence=str(getattr(r, "evidence", "") or ""),
+                    why_level=str(getattr(r, "why_level", "") or ""),
                 )
                 for r in requirements
             }
@@ -355,6 +358,7 @@ class Results:
                     theirs.statement,
                     theirs.source,
                     evidence=theirs.evidence,
+                    why_level=theirs.why_level,
                 )
             mine.checked += theirs.checked
             mine.failed += theirs.failed

@@ -42,6 +42,7 @@ from openapi_schema_validator import (
     oas31_format_checker,
 )
 
+from conformance.contract import DEFAULT_CONTRACT, Contract
 from conformance.errata import (
     ECHO_FIRST_LOGPROB_NOT_NULLABLE,
     EVENT_STREAM_MEDIA_TYPE_UNDECLARED,
@@ -117,10 +118,16 @@ def read_source(name_or_path: str, fetch: Fetch | None = None) -> Source:
         raise SpecError(str(exc)) from None
 
 
-def load_spec(name_or_path: str, *, strict: bool = False, fetch: Fetch | None = None) -> Spec:
+def load_spec(
+    name_or_path: str,
+    *,
+    strict: bool = False,
+    fetch: Fetch | None = None,
+    contract: Contract = DEFAULT_CONTRACT,
+) -> Spec:
     """Load a vendored spec by name (``nscale``, ``aihubmix``, ``openai``), any document by
     path or http(s) URL, or ``target`` (the target's own ``/openapi.json``; ``fetch``
-    says how to reach it)."""
+    says how to reach it), to be judged under ``contract`` (conformance/contract.py)."""
     source = read_source(name_or_path, fetch)
     try:
         document = parse(source, slim_document)
@@ -131,6 +138,7 @@ def load_spec(name_or_path: str, *, strict: bool = False, fetch: Fetch | None = 
         path=source.path,
         document=document,
         strict=strict,
+        contract=contract,
         origin=source.origin,
         sha256=source.sha256,
         base_url=source.url,
@@ -288,6 +296,7 @@ class Spec:
         path: Path,
         document: Schema,
         strict: bool = False,
+        contract: Contract = DEFAULT_CONTRACT,
         origin: str = "",
         sha256: str = "",
         base_url: str | None = None,
@@ -296,6 +305,9 @@ class Spec:
         self.path = path
         self.document = document
         self.strict = strict
+        #: How the document binds the target (conformance/contract.py): it sets the level
+        #: of every requirement resting on OpenAI's documented meaning of a field.
+        self.contract = Contract(contract)
         self.origin = origin or str(path)
         self.sha256 = sha256
         version = str(document.get("openapi", ""))

@@ -14,6 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from conformance.contract import DEFAULT_CONTRACT, Contract
 from conformance.requirements import REGISTRY, Requirement, load_checks
 from conformance.spec import Spec, load_spec, specs_dir
 from reports.summary import LEVELS, areas_of
@@ -27,14 +28,20 @@ def _cell(text: str) -> str:
     return " ".join(text.replace("|", "\\|").split())
 
 
-def _documents() -> list[Spec]:
+def _documents(contract: Contract = DEFAULT_CONTRACT) -> list[Spec]:
     """The vendored documents, each as the suite loads it (errata applied)."""
-    return [load_spec(path.stem) for path in sorted(specs_dir().glob("*.yaml"))]
+    paths = sorted(specs_dir().glob("*.yaml"))
+    return [load_spec(path.stem, contract=contract) for path in paths]
 
 
-def _level(requirement: Requirement, spec: Spec) -> str:
-    judged = requirement.under(spec)
-    return f"{judged.level.value} ({judged.evidence or '-'})"
+def _level(requirement: Requirement, spec: Spec, alone: Spec) -> str:
+    """The level and evidence under the default contract, and under the document contract
+    where that differs."""
+    judged, other = requirement.under(spec), requirement.under(alone)
+    cell = f"{judged.level.value} ({judged.evidence or '-'})"
+    if other.level != judged.level:
+        cell += f"; document contract: {other.level.value}"
+    return cell
 
 
 def render_catalogue() -> str:
@@ -43,14 +50,19 @@ def render_catalogue() -> str:
     load_checks()
     requirements: list[Requirement] = list(REGISTRY.values())
     documents = _documents()
-    counts = [
-        f"{spec.name}: "
-        + ", ".join(
+    alone = _documents(Contract.DOCUMENT)
+
+    def count(spec: Spec) -> str:
+        return ", ".join(
             f"{n} {level}"
             for level in LEVELS
             if (n := sum(r.under(spec).level.value == level for r in requirements))
         )
-        for spec in documents
+
+    counts = [
+        f"{spec.name}: {count(spec)}"
+        + (f" (document contract: {count(a)})" if count(a) != count(spec) else "")
+        for spec, a in zip(documents, alone, strict=True)
     ]
     lines = [
         "# Requirement catalogue",
@@ -67,9 +79,19 @@ def render_catalogue() -> str:
         "listed per vendored document, with that evidence: spec-schema, spec-text (the "
         "document's own field descriptions say it), client-visible (the openai SDK or a "
         "widely used client breaks or misreads), openai-contract (OpenAI's API reference "
-        "says it and the document, which reuses OpenAI's field names, is silent: at most a "
-        "SHOULD) or server-habit (what OpenAI happens to do; never a MUST). A document given "
+        "says it and the document, which reuses OpenAI's field names, says nothing more) "
+        "or server-habit (what OpenAI happens to do; never a MUST). A document given "
         "with `--spec PATH` is judged the same way.",
+        "",
+        "The level also follows the **contract** the document is judged under "
+        "(`--contract`). Under `openai-compatible`, the default, a field the document "
+        "declares under OpenAI's name, with a type OpenAI's value could take, binds "
+        "OpenAI's documented meaning: openai-contract evidence about it is a MUST; the "
+        "document wins where it says otherwise (a declared default, its schema, its "
+        "text), and a field it does not declare binds nothing (SHOULD). Under `document` "
+        "the document alone binds: openai-contract evidence is at most a SHOULD. Each "
+        "cell gives the level under the default contract and, where it differs, under "
+        "the document contract; every report says, per requirement, why it has its level.",
     ]
     header = "| ID | " + " | ".join(spec.name for spec in documents) + " | Statement | Source |"
     for area in areas_of(r.area for r in requirements):
@@ -80,7 +102,7 @@ def render_catalogue() -> str:
         lines += [header, "|---|" + "---|" * len(documents) + "---|---|"]
         lines += [
             f"| `{r.id}` | "
-            + " | ".join(_level(r, spec) for spec in documents)
+            + " | ".join(_level(r, s, a) for s, a in zip(documents, alone, strict=True))
             + f" | {_cell(r.statement)} | {_cell(r.source)} |"
             for r in in_area
         ]

@@ -82,6 +82,7 @@ def requirement_view(tally: Tally, *, strict: bool) -> dict[str, Any]:
         "statement": tally.statement,
         "source": tally.source,
         "evidence": evidence_label(tally),
+        "why_level": tally.why_level,
         "checked": tally.checked,
         "failed": tally.failed,
         "unsupported": tally.unsupported,

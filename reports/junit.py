@@ -134,6 +134,8 @@ def _testcase(suite: ET.Element, tally: Tally, *, strict: bool, coverage: Covera
         _property(props, key, getattr(tally, key))
     if tally.evidence:
         _property(props, "evidence", evidence_label(tally))
+    if tally.why_level:
+        _property(props, "level_why", tally.why_level)
     if tally.fingerprints:
         _property(props, "fingerprints", "\n".join(tally.fingerprints))
     status = status_of(tally, strict=strict)
@@ -194,7 +196,7 @@ def build_junit(results: Results) -> ET.Element:
     suite = ET.SubElement(root, "testsuite", name=xml_safe(name))
     props = ET.SubElement(suite, "properties")
     keys = ("target", "spec", "spec_title", "spec_source", "spec_sha256", "operation", "model")
-    for key in (*keys, "seed", "strict", "strict_spec"):
+    for key in (*keys, "contract", "seed", "strict", "strict_spec"):
         if key in meta:
             _property(props, key, meta[key])
     _property(props, "verdict", verdict_of(results))

@@ -50,7 +50,8 @@ def registry_line(meta: Mapping[str, Any]) -> str:
     none = "none (--strict-spec)" if meta.get("strict_spec") else "none"
     errata = ", ".join(str(e.get("id")) for e in meta.get("errata") or []) or none
     policies = ", ".join(str(p["id"]) for p in policies_of(meta)) or none
-    line = f"Errata applied: {errata} · policies: {policies}"
+    contract = f"Contract: {meta['contract']} · " if meta.get("contract") else ""
+    line = f"{contract}Errata applied: {errata} · policies: {policies}"
     conventions = ", ".join(str(c.get("id")) for c in meta.get("conventions") or [])
     return line + (f" · conventions of the document: {conventions}" if conventions else "")
 

@@ -15,6 +15,7 @@ from support import failed, judge, must_failures
 from synthetic import body_exchange, chunks_for, completion_for, req, stream_exchange
 
 from conformance.checks.errors import unknown_model_probe
+from conformance.contract import Contract, binds
 from conformance.exchange import Exchange
 from conformance.requirements import (
     EVIDENCE,
@@ -30,6 +31,8 @@ from conformance.spec import load_spec
 
 load_checks()
 AIHUBMIX, NSCALE = load_spec("aihubmix"), load_spec("nscale")
+#: Nscale judged by the document alone (--contract document): the levels before contracts.
+NSCALE_ALONE = load_spec("nscale", contract=Contract.DOCUMENT)
 USAGE = {"stream_options": {"include_usage": True}}
 
 
@@ -455,43 +458,81 @@ def test_every_spec_text_requirement_says_where_the_document_states_it() -> None
 
 def test_nscale_has_no_field_descriptions_so_nothing_rests_on_its_text() -> None:
     # The Nscale document describes no field: a requirement that applies there rests on
-    # its schema, a client that breaks, or the OpenAI contract (then at most a SHOULD).
+    # its schema, a client that breaks, or the OpenAI contract. That contract binds as a
+    # MUST only for a field Nscale declares, and only under --contract openai-compatible.
     on_text = {
         rid
         for rid, r in REGISTRY.items()
         if r.under(NSCALE).evidence == "spec-text" and r.not_applicable(NSCALE) is None
     }
     assert on_text <= TEXT_ELSEWHERE
+    bound = 0
     for rid, r in REGISTRY.items():
-        judged = r.under(NSCALE)
-        if judged.level is Level.MUST:
-            assert judged.evidence in MUST_EVIDENCE, rid
-        if judged.evidence in ("openai-contract", "server-habit"):
+        judged, alone = r.under(NSCALE), r.under(NSCALE_ALONE)
+        if alone.level is Level.MUST:
+            assert alone.evidence in MUST_EVIDENCE, rid
+        if alone.evidence in ("openai-contract", "server-habit"):
+            assert alone.level is not Level.MUST, rid
+        if judged.level is Level.MUST and judged.evidence not in MUST_EVIDENCE:
+            assert judged.evidence == "openai-contract" and binds(NSCALE, r.field), rid
+            assert "declares" in judged.why_level, rid
+            bound += 1
+        if judged.evidence == "server-habit":
             assert judged.level is not Level.MUST, rid
+    assert bound >= 15  # max_tokens, stop, echo, usage, created, id, ... (issue 25)
 
 
 @pytest.mark.parametrize(
-    ("rid", "nscale"),
+    ("rid", "nscale", "alone"),
     [
-        ("USAGE-TOTAL", ("SHOULD", "openai-contract")),
-        ("FINISH-LENGTH", ("SHOULD", "openai-contract")),
-        ("STOP-ABSENT", ("SHOULD", "openai-contract")),
-        # Nscale types `object` as any string: no enum to cite.
-        ("RESP-OBJECT", ("SHOULD", "openai-contract")),
-        # A client breaks: the MUST stays, on that evidence.
-        ("LOGPROBS-PRESENCE", ("MUST", "client-visible")),
-        ("STREAM-DONE", ("MUST", "client-visible")),
-        ("CHOICES-COUNT", ("MUST", "client-visible")),
+        # Nscale declares the field under OpenAI's name: OpenAI's meaning binds.
+        ("USAGE-TOTAL", ("MUST", "openai-contract"), "SHOULD"),
+        ("FINISH-LENGTH", ("MUST", "openai-contract"), "SHOULD"),
+        ("STOP-ABSENT", ("MUST", "openai-contract"), "SHOULD"),
+        ("USAGE-MAX-TOKENS", ("MUST", "openai-contract"), "SHOULD"),
+        ("ECHO-PREFIX", ("MUST", "openai-contract"), "SHOULD"),
+        # Nscale types `object` as any string (no enum to cite); OpenAI's says which one.
+        ("RESP-OBJECT", ("MUST", "openai-contract"), "SHOULD"),
+        # A client breaks: the MUST stays, on that evidence, under either contract.
+        ("LOGPROBS-PRESENCE", ("MUST", "client-visible"), "MUST"),
+        ("STREAM-DONE", ("MUST", "client-visible"), "MUST"),
+        ("CHOICES-COUNT", ("MUST", "client-visible"), "MUST"),
     ],
 )
 def test_level_follows_the_evidence_of_the_document_judged(
-    rid: str, nscale: tuple[str, str]
+    rid: str, nscale: tuple[str, str], alone: str
 ) -> None:
     registered = REGISTRY[rid]
-    assert registered.under(AIHUBMIX) is registered
+    assert registered.under(AIHUBMIX) == registered
     assert registered.level is Level.MUST
     judged = registered.under(NSCALE)
     assert (judged.level.value, judged.evidence) == nscale
+    assert registered.under(NSCALE_ALONE).level.value == alone
+    assert registered.under(NSCALE_ALONE).evidence == nscale[1]
+
+
+def test_a_field_the_document_does_not_declare_binds_nothing() -> None:
+    # The contract binds OpenAI's meaning of a field the document declares, with a type
+    # OpenAI's value could take: without `echo`, or with `echo` typed as an object, the
+    # echo requirements rest on the OpenAI contract alone (SHOULD).
+    import copy as _copy
+
+    from conformance.spec import Spec
+
+    def nscale_with(echo: dict[str, Any] | None) -> Spec:
+        document = _copy.deepcopy(NSCALE.document)
+        props = document["components"]["schemas"]["CompletionRequestBody"]["properties"]
+        if echo is None:
+            del props["echo"]
+        else:
+            props["echo"] = echo
+        return Spec(name="nscale-variant", path=NSCALE.path, document=document)
+
+    for variant in (nscale_with(None), nscale_with({"type": "object"})):
+        judged = REGISTRY["ECHO-PREFIX"].under(variant)
+        assert (judged.level, judged.evidence) == (Level.SHOULD, "openai-contract")
+        assert "does not declare `echo`" in judged.why_level
+    assert REGISTRY["ECHO-PREFIX"].under(nscale_with({"type": "boolean"})).level is Level.MUST
 
 
 def test_a_stated_requirement_names_its_other_evidence() -> None:
@@ -512,17 +553,29 @@ def test_the_run_and_its_verdict_use_the_level_under_the_spec_judged() -> None:
     from conformance.results import Results
     from conformance.verdict import coverage, decide
 
-    resolved = [r.under(NSCALE) for r in REGISTRY.values()]
-    results = Results.for_requirements(resolved)
+    def nscale_run(spec: Any) -> tuple[Any, Any]:
+        results = Results.for_requirements([r.under(spec) for r in REGISTRY.values()])
+        results.tallies["USAGE-TOTAL"].failed = results.tallies["USAGE-TOTAL"].checked = 1
+        return results, record_of(spec, Settings())
+
+    # By the document alone: untested SHOULDs under Nscale are not a coverage gap; a
+    # failed one does not decide.
+    results, record = nscale_run(NSCALE_ALONE)
     assert results.tallies["USAGE-TOTAL"].level == "SHOULD"
     assert results.tallies["USAGE-TOTAL"].evidence == "openai-contract"
-    results.tallies["USAGE-TOTAL"].failed = results.tallies["USAGE-TOTAL"].checked = 1
-    # Untested SHOULDs under Nscale are not a coverage gap; a failed one does not decide.
-    record = record_of(NSCALE, Settings())
     untested = {u.id for u in coverage(results, record).untested}
     assert "USAGE-TOTAL" not in untested and "STREAM-USAGE" not in untested
     assert "STREAM-DONE" in untested
     assert "USAGE-TOTAL" not in decide(results, record).reasons[0]
+    assert record.contract == "document"
+    # OpenAI-compatible (the default): Nscale declares usage, so the failure decides.
+    results, record = nscale_run(NSCALE)
+    assert results.tallies["USAGE-TOTAL"].level == "MUST"
+    assert "declares `total_tokens`" in results.tallies["USAGE-TOTAL"].why_level
+    assert "STREAM-USAGE" in {u.id for u in coverage(results, record).untested}
+    assert decide(results, record).word == "failed"
+    assert "USAGE-TOTAL" in decide(results, record).reasons[0]
+    assert record.contract == "openai-compatible"
 
 
 # -- declared defaults are promises ------------------------------------------------------

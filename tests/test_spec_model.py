@@ -70,7 +70,7 @@ def test_policies_listed_with_errata_and_off_when_strict() -> None:
     assert all(e["detail"] and e["switch"] == "--strict-spec" for e in entries)
     strict = load_spec("aihubmix", strict=True)
     assert registry(strict) == [] and strict.request_id_header is None
-    assert header_lines(strict)[1] == "conformance: policies: none (--strict-spec)"
+    assert header_lines(strict)[2] == "conformance: policies: none (--strict-spec)"
 
 
 def _mappings(node: object) -> list[dict]:  # type: ignore[type-arg]

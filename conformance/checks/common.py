@@ -8,7 +8,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from conformance.requirements import Context, Violation
+from conformance.contract import properties_named, schemas_of
+from conformance.requirements import Context, FieldStated, Violation
 
 if TYPE_CHECKING:
     from conformance.spec import Spec
@@ -75,47 +76,27 @@ def declares(*params: str) -> Callable[[Spec], str | None]:
     return scope
 
 
-def _schemas(spec: Spec) -> list[Any]:
-    return [spec.request_schema, spec.response_schema, spec.stream_chunk_schema]
-
-
-def _properties(node: Any, name: str) -> list[Any]:
-    """Every property called ``name`` anywhere in ``node`` (a resolved schema)."""
-    found: list[Any] = []
-    todo = [node]
-    while todo:
-        item = todo.pop()
-        if isinstance(item, dict):
-            props = item.get("properties")
-            if isinstance(props, dict) and name in props:
-                found.append(props[name])
-            todo.extend(item.values())
-        elif isinstance(item, list):
-            todo.extend(item)
-    return found
-
-
-def says(name: str, words: str) -> Callable[[Spec], bool]:
+def says(name: str, words: str) -> FieldStated:
     """A requirement's ``stated``: the document's text for property ``name`` (its
     description, its referenced schema's description) says ``words`` (a regex)."""
     pattern = re.compile(words, re.I | re.S)
 
     def stated(spec: Spec) -> bool:
-        texts = (json.dumps(p) for s in _schemas(spec) for p in _properties(s, name))
+        texts = (json.dumps(p) for s in schemas_of(spec) for p in properties_named(s, name))
         return any(pattern.search(text) for text in texts)
 
-    return stated
+    return FieldStated(name, stated, f"its text for `{name}` says /{words}/")
 
 
-def constrains(name: str) -> Callable[[Spec], bool]:
+def constrains(name: str) -> FieldStated:
     """A requirement's ``stated``: the document's response schemas pin property ``name``
     to given values (``enum`` or ``const``), not only to a type."""
 
     def stated(spec: Spec) -> bool:
-        props = [p for s in _schemas(spec)[1:] for p in _properties(s, name)]
+        props = [p for s in schemas_of(spec)[1:] for p in properties_named(s, name)]
         return any("enum" in node or "const" in node for p in props for node in _nodes_of(p))
 
-    return stated
+    return FieldStated(name, stated, f"its schema pins `{name}` to given values")
 
 
 def _nodes_of(node: Any) -> list[dict[str, Any]]:

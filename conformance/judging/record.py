@@ -95,6 +95,7 @@ class RunRecord:
     shards: tuple[str, ...] = ()
     seed: int | None = None
     spec: str = ""
+    contract: str = ""
     target: str = ""
     model: str = ""
     strict: bool = False
@@ -155,6 +156,7 @@ class RunRecord:
             shards=(str(meta["shard"]),) if meta.get("shard") else (),
             seed=seed if isinstance(seed, int) else None,
             spec=str(meta.get("spec", "")),
+            contract=str(meta.get("contract", "")),
             target=str(meta.get("target", "")),
             model=str(meta.get("model", "")),
             strict=bool(meta.get("strict", False)),
@@ -173,6 +175,7 @@ class RunRecord:
             "shards": list(self.shards),
             "seed": self.seed,
             "spec": self.spec,
+            "contract": self.contract,
             "target": self.target,
             "model": self.model,
             "strict": self.strict,
@@ -199,6 +202,7 @@ class RunRecord:
             shards=tuple(str(s) for s in data.get("shards", ())),
             seed=None if seed is None else int(seed),
             spec=str(data.get("spec", "")),
+            contract=str(data.get("contract", "")),
             target=str(data.get("target", "")),
             model=str(data.get("model", "")),
             strict=bool(data.get("strict", False)),
@@ -216,7 +220,7 @@ class RunRecord:
 
 
 #: What every shard of one run must agree on.
-SAME = ("spec", "target", "model", "strict", "require_capabilities")
+SAME = ("spec", "contract", "target", "model", "strict", "require_capabilities")
 
 
 def _parse_shard(name: str, shard: str) -> tuple[int, int]:
