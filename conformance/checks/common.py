@@ -159,6 +159,8 @@ def check_created(body: dict[str, Any], now: float, where: str = "") -> None:
         raise Violation(f"{path} is {created!r}, not an integer Unix time", path=path)
     latest = now + 86_400
     if created > latest * 100:
+        # datetime.fromtimestamp(created) raises here ("year is out of range"): a client
+        # that shows the time breaks.
         raise Violation(f"{path} is {created}: milliseconds, not seconds", path=path)
     if not EARLIEST_CREATED <= created <= latest:
         raise Violation(f"{path} is {created}: not a plausible Unix time in seconds", path=path)

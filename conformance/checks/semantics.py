@@ -114,10 +114,12 @@ def stops(ctx: Context) -> list[str]:
     level=MUST,
     area="semantics",
     statement="`created` is a plausible Unix time in seconds.",
-    source="spec: CreateCompletionResponse.created (The Unix timestamp (in seconds))",
+    source="spec: CreateCompletionResponse.created (The Unix timestamp (in seconds)); "
+    "client-visible where the document is silent: `datetime.fromtimestamp` refuses a time in "
+    "milliseconds (year out of range) and shows any other implausible one as a wrong date",
     evidence="spec-text",
     stated=says("created", r"unix timestamp"),
-    otherwise="openai-contract",
+    otherwise="client-visible",
     # A missing or non-integer `created` the schema rejects is RESP-SCHEMA's finding.
     applies=lambda ctx: (
         completion(ctx) and not schema_owns(ctx, "response", ctx.exchange.json, "created")
