@@ -89,6 +89,8 @@ PROOFS: tuple[Proof, ...] = (
     _p("VALID-ACCEPTED", "reject-token-prompts"),
     _p("INVALID-REJECTED", "accepts-invalid"),
     _p("ERROR-ENVELOPE", "errors-fastapi"),
+    # LiteLLM's str(None): "param": "None" where the envelope's param is nullable.
+    _p("ERROR-ENVELOPE", "errors-stringified-nulls"),
     _p("ERROR-CONTENT-TYPE", "errors-text-plain"),
     _p("AUTH-REQUIRED", "auth-ignored"),
     _p("MODEL-NOT-FOUND", "unknown-model-200"),
@@ -197,6 +199,10 @@ EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {
         "nscale": _s("HTTP-STATUS-DECLARED"),
     },
     ("errors-fastapi", ()): {
+        "aihubmix": _s("ERROR-ENVELOPE"),
+        "nscale": _s("ERROR-ENVELOPE"),
+    },
+    ("errors-stringified-nulls", ()): {
         "aihubmix": _s("ERROR-ENVELOPE"),
         "nscale": _s("ERROR-ENVELOPE"),
     },
