@@ -77,6 +77,7 @@ def max_tokens_default(ctx: Context) -> None:
             path="usage.completion_tokens",
             expected=f"at most {bound}",
             actual=counted,
+            witness="usage",  # the count alone: withheld where usage is shown wrong
         )
     # Only "stop" is judged here: a value outside the enum is FINISH-ENUM's finding.
     if len(choices) == 1 and counted == default and choices[0].get("finish_reason") == "stop":
@@ -87,4 +88,5 @@ def max_tokens_default(ctx: Context) -> None:
             path="choices[0].finish_reason",
             expected="length",
             actual=reason,
+            witness="usage",
         )
