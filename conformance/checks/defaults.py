@@ -3,7 +3,9 @@
 One request omits `max_tokens` (scenarios.DECLARED_DEFAULTS); under a document that
 declares its default (AIHubMix/OpenAI: 16), the answer generates at most that many tokens
 per choice, and says "length" when it reached it. Every other request the suite sends sets
-max_tokens, so this is the only one whose cost the target's default decides.
+max_tokens, so this is the only one whose cost the target's default decides. The count is
+the answer's usage alone (witness "usage"): where usage is shown wrong on the target, the
+finding is withheld (conformance.attribution).
 """
 
 from __future__ import annotations
