@@ -14,16 +14,21 @@ A check names its witness with ``Violation(..., witness=...)``; the tally keeps 
 failures apart (``Tally.witnessed``). Logprobs are a witness per mode (streamed, non-streamed:
 results.PER_MODE_WITNESSES), and so is usage. Witnesses are settled in order: logprobs first, since
 a usage requirement may itself rest on logprobs (USAGE-COMPLETION-TOKENS counts them).
+
+The same rules hold when a probe was cut. A witness that only a probe forms (the usage
+chunk's count, compared with the same request's non-streamed answer) is no evidence in a
+run where that probe's judge judged nothing (its stream cut by a bound, its twin a time-out
+or refused): the findings resting on it are withheld too, noted "never formed".
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from conformance.results import Results, Tally
+from conformance.results import WITHHELD, Results, Tally
 
 #: Results.meta key: the findings withheld, per requirement and witness.
-ATTRIBUTION = "attribution"
+ATTRIBUTION = WITHHELD
 
 #: Each witness, in the order settled, and the requirements that judge it on its own
 #: terms: a failure of one of them shows the target gets the witness wrong. Only judges of
@@ -35,6 +40,9 @@ SHOWN_BY: dict[str, tuple[str, ...]] = {
     # "stream-logprobs", one on a body on "logprobs".
     "logprobs": ("LOGPROBS-SHAPE", "LOGPROBS-OFFSETS"),
     "stream-logprobs": ("STREAM-LOGPROBS-SHAPE", "STREAM-LOGPROBS-OFFSETS"),
+    # The stream twin's comparison where the body counts past max_tokens a text the usage
+    # chunk counts within it: that count is USAGE-MAX-TOKENS' finding on the twin.
+    "twin-usage": ("USAGE-MAX-TOKENS",),
     "usage": ("USAGE-COMPLETION-TOKENS",),
     # A usage chunk is also shown wrong by the non-streamed answer to the same request,
     # when both have the same text and the counts differ.
@@ -48,23 +56,62 @@ SHOWN_BY: dict[str, tuple[str, ...]] = {
 }
 
 
+#: A witness shown wrong, besides by its judges, by the findings withheld as resting on
+#: another: a comparison withheld as "twin-usage" showed the body's count wrong (the same
+#: text, counted within max_tokens streamed, past it not), so a finding counted by the
+#: body's usage alone (MAX-TOKENS-DEFAULT on LiteLLM's constant 20) is no evidence either.
+SHOWN_THROUGH: dict[str, str] = {"usage": "twin-usage"}
+
+#: Witnesses only a probe forms, and the requirement that judges them there: the usage
+#: chunk's count is judged against the stream twin (USAGE-COMPLETION-TOKENS sees only a
+#: count short of the text). Where that judge judged nothing in a whole run, the witness
+#: never formed.
+FORMED_BY: dict[str, str] = {"stream-usage": "STREAM-USAGE-MATCHES"}
+
+
 def attribute(results: Results) -> list[dict[str, Any]]:
-    """Withhold every failure whose witness another requirement showed wrong; return (and
-    add to ``results.meta[ATTRIBUTION]``) what was withheld. Running it again changes
-    nothing."""
+    """Withhold every failure whose witness another requirement showed wrong, or that no
+    probe formed; return (and add to ``results.meta[ATTRIBUTION]``) what was withheld.
+    Running it again changes nothing."""
     withheld: list[dict[str, Any]] = []
+    unformed = _unformed(results)
     for witness, judges in SHOWN_BY.items():
         wrong = [rid for rid in judges if (t := results.tallies.get(rid)) and t.failed]
+        through = SHOWN_THROUGH.get(witness)
+        for record in [*results.meta.get(ATTRIBUTION, []), *withheld]:
+            if through and record["witness"] == through:
+                wrong += [rid for rid in record["shown_by"] if rid not in wrong]
         for tally in results.tallies.values():
             shown_by = [rid for rid in wrong if rid != tally.id]
             if shown_by and tally.witnessed.get(witness):
                 withheld.append(_withhold(tally, witness, shown_by))
+            elif witness in unformed and tally.witnessed.get(witness):
+                withheld.append(_withhold(tally, witness, [], unformed[witness]))
     if withheld:
         results.meta.setdefault(ATTRIBUTION, []).extend(withheld)
     return withheld
 
 
-def _withhold(tally: Tally, witness: str, shown_by: list[str]) -> dict[str, Any]:
+def _unformed(results: Results) -> dict[str, str]:
+    """Witness -> why it never formed, for the probe-formed witnesses of a whole run whose
+    judge judged nothing (a shard leaves that to the merge; Results built by hand or a
+    replayed transcript played no probe that could be cut)."""
+    record = results.run_record
+    if not record.scenarios or record.shards:
+        return {}
+    out = {}
+    for witness, judge in FORMED_BY.items():
+        tally = results.tallies.get(judge)
+        if tally is not None and not tally.checked and not tally.not_judged:
+            out[witness] = (
+                f"{judge} judged no exchange (its probe was cut or left nothing to compare)"
+            )
+    return out
+
+
+def _withhold(
+    tally: Tally, witness: str, shown_by: list[str], unformed: str = ""
+) -> dict[str, Any]:
     prints = tally.witnessed.pop(witness)
     count = min(sum(prints.values()), tally.failed)
     tally.failed -= count
@@ -72,6 +119,7 @@ def _withhold(tally: Tally, witness: str, shown_by: list[str]) -> dict[str, Any]
     tally.checked -= count
     tally.fingerprints = [fp for fp in tally.fingerprints if fp not in prints]
     tally.examples = [ex for ex in tally.examples if ex.get("fingerprint") not in prints]
-    note = f"{count} finding(s) not judged: {witness} shown wrong by {', '.join(shown_by)}"
-    tally.not_judged.append(note)
-    return {"requirement": tally.id, "witness": witness, "shown_by": shown_by, "findings": count}
+    why = f"shown wrong by {', '.join(shown_by)}" if shown_by else f"never formed: {unformed}"
+    tally.not_judged.append(f"{count} finding(s) not judged: {witness} {why}")
+    entry = {"requirement": tally.id, "witness": witness, "shown_by": shown_by, "findings": count}
+    return entry if shown_by else {**entry, "unformed": unformed}

@@ -24,6 +24,8 @@ from conformance.spec import Spec
 RESULTS_SCHEMA_VERSION = 2
 #: Results.meta key: how often each status code was answered (status as a string).
 OBSERVED = "observed_statuses"
+#: Results.meta key: the findings conformance.attribution withheld (kept whole by merge).
+WITHHELD = "attribution"
 MAX_EXAMPLES = 3
 #: Distinct failing fingerprints kept per requirement; the rest are only counted.
 MAX_FINGERPRINTS = 200
@@ -381,8 +383,12 @@ class Results:
         observed: dict[str, int] = dict(self.meta.get(OBSERVED, {}))
         for status, n in other.meta.get(OBSERVED, {}).items():
             observed[status] = observed.get(status, 0) + int(n)
+        # What attribution withheld in each part (a shard) stays evidence for the whole.
+        withheld = [*self.meta.get(WITHHELD, []), *other.meta.get(WITHHELD, [])]
         for key, value in other.meta.items():
             self.meta.setdefault(key, value)
+        if withheld:
+            self.meta[WITHHELD] = withheld
         if observed:
             self.meta[OBSERVED] = dict(sorted(observed.items()))
 

@@ -8,16 +8,26 @@ target: usage-completion-off-by-one and stream-logprobs-cumulative.
 from __future__ import annotations
 
 import copy
+import sys
+from pathlib import Path
 from typing import Any
 
 from support import judge
 from synthetic import body_exchange, chunks_for, completion_for, req, stream_exchange
 
 from conformance.attribution import ATTRIBUTION, attribute
+from conformance.case import Case
+from conformance.checks.defaults import DEFAULT_MAX_TOKENS_TAG
+from conformance.checks.invariants import STREAM_TWIN_TAG
 from conformance.exchange import Exchange
+from conformance.judging.record import ScenarioRun
+from conformance.judging.wire import exchange_from_wire
 from conformance.requirements import REGISTRY, load_checks
 from conformance.results import Results
 from conformance.spec import load_spec
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "real_targets"))
+import transcript
 
 load_checks()
 AIHUBMIX = load_spec("aihubmix")
@@ -307,3 +317,155 @@ def test_a_body_cut_by_a_bound_is_http_complete_alone() -> None:
     assert "HTTP-COMPLETE" in failing(results)
     assert "RESP-SCHEMA" not in failing(results)
     assert results.tallies["RESP-SCHEMA"].checked == 0
+
+
+# -- LiteLLM's mock (issue 25): the body's usage is its constant 20 --------------------------
+
+LITELLM = Path(__file__).resolve().parent / "transcripts" / "litellm"
+
+
+def litellm_mock(max_tokens: int = 8) -> tuple[Exchange, Exchange, Exchange]:
+    """The stream twin and the default-max_tokens probe as LiteLLM's mock answers them, from
+    its recorded answers: every body says ``completion_tokens: 20`` for "Hello from the
+    LiteLLM mock." (litellm/stop-sequences-ignored), the usage chunk counts the same text 8
+    (litellm/stream-include-usage)."""
+    streamed = transcript.load(LITELLM / "stream-include-usage.json")
+    body = {**streamed["request"]["body"], "max_tokens": max_tokens}
+    streamed["request"]["body"] = body
+    streamed["case"]["tags"] = [STREAM_TWIN_TAG]
+    answer = transcript.load(LITELLM / "stop-sequences-ignored.json")["response"]
+    plain = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+    defaults = {k: v for k, v in plain.items() if k != "max_tokens"}
+    tags = frozenset({DEFAULT_MAX_TOKENS_TAG})
+    return (
+        exchange_from_wire(Case(plain, mode="probe"), 200, answer["headers"], answer["body"].encode()),
+        transcript.to_exchange(streamed),
+        exchange_from_wire(Case(defaults, mode="probe", tags=tags), 200, answer["headers"],
+                           answer["body"].encode()),
+    )  # fmt: skip
+
+
+def run_related(twin: Exchange, streamed: Exchange, *others: Exchange) -> Results:
+    results = Results.for_requirements(list(REGISTRY.values()))
+    results.record(twin, list(judge(AIHUBMIX, twin).values()))
+    results.record(streamed, list(judge(AIHUBMIX, streamed, (twin,)).values()))
+    for exchange in others:
+        results.record(exchange, list(judge(AIHUBMIX, exchange).values()))
+    return results
+
+
+def test_the_mocks_constant_body_usage_is_usage_max_tokens_alone() -> None:
+    twin, streamed, default = litellm_mock()
+    results = run_related(twin, streamed, default)
+    # Judged exchange by exchange, the one wrong count (20 for a text its own stream counts
+    # 8) fails three requirements: the bound (USAGE-MAX-TOKENS, on the twin), the two modes'
+    # agreement, and the declared default (20 > 16 without max_tokens).
+    assert {"USAGE-MAX-TOKENS", "STREAM-USAGE-MATCHES", "MAX-TOKENS-DEFAULT"} <= failing(results)
+    attribute(results)
+    assert "USAGE-MAX-TOKENS" in failing(results)
+    assert not {"STREAM-USAGE-MATCHES", "MAX-TOKENS-DEFAULT"} & failing(results)
+    matches = results.tallies["STREAM-USAGE-MATCHES"].not_judged
+    assert matches == ["1 finding(s) not judged: twin-usage shown wrong by USAGE-MAX-TOKENS"]
+    default_note = results.tallies["MAX-TOKENS-DEFAULT"].not_judged
+    assert default_note == ["1 finding(s) not judged: usage shown wrong by USAGE-MAX-TOKENS"]
+
+
+def test_counts_that_agree_past_max_tokens_keep_the_declared_default() -> None:
+    # The fault exceed-max-tokens: the target generates past every limit and counts it
+    # right in both modes (11 tokens for max_tokens 8, 19 without max_tokens); running past
+    # the declared default stays MAX-TOKENS-DEFAULT's.
+    words = [f" w{i}" for i in range(19)]
+    twin_case = req(max_tokens=8)
+    streamed_case = req(max_tokens=8, stream=True, stream_options={"include_usage": True},
+                        tags={STREAM_TWIN_TAG})  # fmt: skip
+    over = req(max_tokens=11)
+    chunks = chunks_for(
+        req(max_tokens=11, stream=True, stream_options={"include_usage": True}), words
+    )
+    default_case = Case({k: v for k, v in req().body.items() if k != "max_tokens"},
+                        tags=frozenset({DEFAULT_MAX_TOKENS_TAG}))  # fmt: skip
+    results = run_related(
+        body_exchange(twin_case, completion_for(over, words)),
+        stream_exchange(streamed_case, chunks),
+        body_exchange(default_case, completion_for(req(max_tokens=19), words)),
+    )
+    attribute(results)
+    assert failing(results) == {"USAGE-MAX-TOKENS", "STREAM-MAX-TOKENS", "MAX-TOKENS-DEFAULT"}
+
+
+# -- a witness nobody formed (issue 25, LiteLLM forwarding at concurrency 16) ---------------
+
+EIGHT = [f" w{i}" for i in range(8)]
+INCLUDE_USAGE = {"stream": True, "stream_options": {"include_usage": True}}
+
+
+def invented_usage_run(*, twin_cut: bool, shard: str | None = None) -> Results:
+    """A played run whose streams carry LiteLLM's own usage count (7 for the 8 tokens the
+    server generated and ended with "length"), beside the stream twin: cut by a bound, or
+    complete (its two counts agree)."""
+    twin_case = req(max_tokens=8)
+    streamed = stream_exchange(
+        req(max_tokens=8, **INCLUDE_USAGE, tags={STREAM_TWIN_TAG}),
+        chunks_for(req(max_tokens=8, **INCLUDE_USAGE), EIGHT),
+    )
+    if twin_cut:  # the stream probe queued behind slow requests: a gap bound cut it
+        streamed.events = streamed.events[:1] if streamed.events else None
+        streamed.bound = "gap"
+        streamed.stream_error = "bound hit: gap between reads exceeded 15 s (--stream-gap)"
+    chunks = chunks_for(req(max_tokens=8, **INCLUDE_USAGE, prompt="Once upon"), EIGHT)
+    chunks[-1]["usage"].update(completion_tokens=7, total_tokens=9)
+    generated = stream_exchange(req(max_tokens=8, **INCLUDE_USAGE, prompt="Once upon"), chunks)
+    results = run_related(body_exchange(twin_case, completion_for(twin_case, EIGHT)), streamed)
+    results.record(generated, list(judge(AIHUBMIX, generated).values()))
+    record = results.run_record.played(ScenarioRun("stream_matches_non_stream", "failed"))
+    results.run_record = record.with_(shards=(shard,)) if shard else record
+    return results
+
+
+def test_a_finding_on_a_usage_chunk_the_cut_twin_never_judged_is_withheld() -> None:
+    results = invented_usage_run(twin_cut=True)
+    finish = results.tallies["STREAM-FINISH-LENGTH"]
+    assert finish.failed == 1 and "after 7 token(s)" in finish.examples[0]["message"]
+    assert results.tallies["STREAM-USAGE-MATCHES"].checked == 0
+    withheld = attribute(results)
+    assert "STREAM-FINISH-LENGTH" not in failing(results)
+    assert finish.not_judged == [
+        "1 finding(s) not judged: stream-usage never formed: STREAM-USAGE-MATCHES judged no "
+        "exchange (its probe was cut or left nothing to compare)"
+    ]
+    assert withheld[0]["witness"] == "stream-usage" and withheld[0]["shown_by"] == []
+
+
+def test_a_finding_on_a_usage_chunk_stands_where_the_twin_formed_the_witness() -> None:
+    results = invented_usage_run(twin_cut=False)
+    assert results.tallies["STREAM-USAGE-MATCHES"].checked == 1
+    attribute(results)
+    assert "STREAM-FINISH-LENGTH" in failing(results)
+
+
+def test_a_shard_leaves_an_unformed_witness_to_the_merge() -> None:
+    # The twin may have run in another shard: only the whole run can say nobody formed it.
+    results = invented_usage_run(twin_cut=True, shard="1/2")
+    attribute(results)
+    assert "STREAM-FINISH-LENGTH" in failing(results)
+
+
+def test_what_a_shard_withheld_is_evidence_in_the_merge() -> None:
+    # reports/merge.py folds the shards (each attributed on its own) and attributes again:
+    # the twin's comparison withheld in one shard still shows the body's usage wrong for
+    # the default probe judged in another, whose own withheld findings come first.
+    twin, streamed, default = litellm_mock()
+    case = req(logprobs=1, stream=True, max_tokens=4)
+    cumulated = stream_exchange(case, cumulative(case, ["Hello", " world", " and", " more"]))
+    first, second = run(default, cumulated), run_related(twin, streamed)
+    for shard, results in (("1/2", first), ("2/2", second)):
+        results.run_record = results.run_record.with_(shards=(shard,))
+        attribute(results)
+    assert "MAX-TOKENS-DEFAULT" in failing(first)
+    merged = Results()
+    for results in (first, second):
+        merged.merge(results)
+    attribute(merged)
+    assert "MAX-TOKENS-DEFAULT" not in failing(merged)
+    witnesses = [r["witness"] for r in merged.meta[ATTRIBUTION]]
+    assert witnesses == ["stream-logprobs", "twin-usage", "usage"]

@@ -8,9 +8,11 @@ conformant target of both flavors fail nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from support import API_KEY, MODEL, Targets, case, failed, judge
+from synthetic import body_exchange, req
 
 from conformance.case import Case
 from conformance.checks.errors import (
@@ -27,6 +29,7 @@ from conformance.results import OBSERVED, Results
 from conformance.spec import Spec, load_spec
 
 FLAVORS = ("aihubmix", "nscale")
+ROOT = Path(__file__).resolve().parents[1]
 Probes = Callable[[Spec], list[Case]]
 
 
@@ -60,6 +63,8 @@ ROWS: list[tuple[str, Probes, set[str], tuple[str, ...]]] = [
     ("errors-422", bad_requests, {"HTTP-4XX-DECLARED"}, FLAVORS),
     ("errors-fastapi", errors, {"ERROR-ENVELOPE"}, FLAVORS),
     ("errors-string", errors, {"ERROR-ENVELOPE"}, FLAVORS),
+    # LiteLLM's str(None): "param": "None" where the envelope's param is nullable (issue 25).
+    ("errors-stringified-nulls", auth, {"ERROR-ENVELOPE"}, FLAVORS),
     ("errors-text-plain", errors, {"ERROR-CONTENT-TYPE"}, FLAVORS),
     ("auth-ignored", auth, {"AUTH-REQUIRED"}, FLAVORS),
     ("auth-missing-400", no_credentials, {"AUTH-REQUIRED"}, FLAVORS),
@@ -259,3 +264,33 @@ def test_levels_and_areas() -> None:
         "REQUEST-ID-HEADER": (Level.SHOULD, "transport"),
         "RESP-HEADERS-REQUIRED": (Level.MUST, "schema"),
     }
+
+
+#: LiteLLM's error envelope (tests/transcripts/litellm/unknown-model-400.json): its
+#: ProxyException spells every missing field with str(None).
+LITELLM_ERROR = {
+    "message": "400: Invalid model name",
+    "type": "None",
+    "param": "None",
+    "code": "400",
+}
+FASTAPI_DOCUMENT = "tests/fixtures/fastapi_completions_openapi.json"
+
+
+@pytest.mark.parametrize(
+    ("spec_name", "flagged"),
+    [
+        ("aihubmix", "error.type = 'None', error.param = 'None'"),  # both nullable there
+        ("openai", "error.param = 'None'"),  # OpenAI's `type` is a string that cannot be null
+        (FASTAPI_DOCUMENT, "error.param = 'None'"),  # no error schema: OpenAI's param, code
+    ],
+)
+def test_stringified_nulls_in_an_error_envelope_are_a_finding(spec_name: str, flagged: str) -> None:
+    spec = load_spec(str(ROOT / spec_name) if spec_name == FASTAPI_DOCUMENT else spec_name)
+    findings = judge(spec, body_exchange(req(), {"error": LITELLM_ERROR}, status=400))
+    assert "ERROR-ENVELOPE" in failed(findings)
+    assert f"spells null as a string: {flagged} (" in findings["ERROR-ENVELOPE"].message
+    # Null said as null, and "None" as a message, are no finding.
+    said = {**LITELLM_ERROR, "message": "None", "type": "invalid_request_error", "param": None}
+    legal = judge(spec, body_exchange(req(), {"error": said}, status=400))
+    assert legal["ERROR-ENVELOPE"].outcome == "passed"

@@ -910,6 +910,7 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
     ),
     "errors-fastapi": lambda p: not _is_envelope(p.post(n=0)),
     "errors-string": lambda p: not _is_envelope(p.post(n=0)),
+    "errors-stringified-nulls": lambda p: p.post(auth=False).json()["error"]["param"] == "None",
     "errors-text-plain": lambda p: p.post(n=0).headers["content-type"] != "application/json",
     "errors-422": lambda p: p.post(n=0).status_code == 422,
     "auth-ignored": lambda p: p.post(auth=False).status_code == 200,

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from conformance.requirements import REGISTRY, Level, load_checks
-from conformance.spec import Spec, load_spec
+from conformance.spec import BUILTIN_SPECS, Spec, SpecError, load_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "real_targets"))
 import transcript
@@ -414,3 +414,81 @@ def test_replay_runs_each_findings_curl_against_the_given_target(tmp_path: Path)
     assert records[0]["replay"].startswith("HTTP/1.0 400") and '"bare"' in records[0]["replay_body"]
     replay.write(records, tmp_path)
     assert "ERROR-ENVELOPE" in (tmp_path / "replays.md").read_text()
+
+
+# -- re-judging under every --spec (issue 25) ----------------------------------------------
+
+TARGET_DOCUMENT = HERE.parent / "fixtures" / "llama_cpp_python_0.3.36_openapi.json"
+SPEC_VALUES = ("aihubmix", "nscale", "openai", "path", "target", "url")
+
+
+@pytest.fixture
+def served_document() -> Any:
+    """llama-cpp-python's own /openapi.json, served as the target serves it."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Document(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            found = self.path == "/openapi.json"
+            payload = TARGET_DOCUMENT.read_bytes() if found else b"{}"
+            self.send_response(200 if found else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Document)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("value", SPEC_VALUES)
+def test_a_transcript_is_re_judged_under_the_spec_it_was_recorded_with(
+    value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, served_document: str
+) -> None:
+    """Saved by a run under any --spec, a transcript re-judges offline, later, elsewhere: a
+    vendored name is enough, any other document is kept beside it (was: SpecError)."""
+    import promote_transcript
+    import record_transcripts
+
+    from conformance.spec_source import HANDOFF_ENV, Fetch
+
+    monkeypatch.delenv(HANDOFF_ENV, raising=False)
+    given = {k: v for k, v in RECORDED.items() if k != "kind"}
+    monkeypatch.setenv(record_transcripts.ENV_PROVENANCE, json.dumps(given))
+    monkeypatch.setenv(record_transcripts.ENV_SOURCE, "demo|demo 1|recorded from demo")
+    spec = value
+    if value == "path":
+        spec = str(tmp_path / "document.json")
+        shutil.copy(TARGET_DOCUMENT, spec)
+    elif value in ("target", "url"):
+        spec = "target" if value == "target" else served_document + "/openapi.json"
+        load_spec(spec, fetch=Fetch(target_url=served_document))  # as the suite reads it
+    (tmp_path / "run").mkdir()
+    saved = record_transcripts.save(_recorded_exchange(), tmp_path / "run", spec)
+    judged = transcript.load(saved)["judged_failed"]
+    assert not [j for j in judged if j.startswith("judge raised")], judged
+    # Later, elsewhere: the run's copy of a fetched document and the path are gone.
+    monkeypatch.delenv(HANDOFF_ENV, raising=False)
+    if value == "path":
+        Path(spec).unlink()
+    data = transcript.load(saved)
+    assert ("spec_document" in data) == (value not in BUILTIN_SPECS)
+    assert sorted(transcript.judge(data, where=saved.parent)) == judged
+    corpus = tmp_path / "corpus"
+    why = [f"--why={rid}=as judged" for rid in judged]
+    assert promote_transcript.promote([str(saved), "promoted", "--corpus", str(corpus), *why]) == 0
+    promoted = corpus / "demo" / "promoted.json"
+    assert sorted(transcript.judge(transcript.load(promoted), where=promoted.parent)) == judged
+
+
+def test_a_transcript_of_target_without_its_document_is_refused_in_one_line() -> None:
+    data = transcript.to_transcript(_recorded_exchange(), spec="target", source={"family": "x"})
+    with pytest.raises(SpecError, match="carries no spec_document"):
+        transcript.judge(data)

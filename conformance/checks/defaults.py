@@ -3,7 +3,9 @@
 One request omits `max_tokens` (scenarios.DECLARED_DEFAULTS); under a document that
 declares its default (AIHubMix/OpenAI: 16), the answer generates at most that many tokens
 per choice, and says "length" when it reached it. Every other request the suite sends sets
-max_tokens, so this is the only one whose cost the target's default decides.
+max_tokens, so this is the only one whose cost the target's default decides. The count is
+the answer's usage alone (witness "usage"): where usage is shown wrong on the target, the
+finding is withheld (conformance.attribution).
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ def max_tokens_default(ctx: Context) -> None:
             path="usage.completion_tokens",
             expected=f"at most {bound}",
             actual=counted,
+            witness="usage",  # the count alone: withheld where usage is shown wrong
         )
     # Only "stop" is judged here: a value outside the enum is FINISH-ENUM's finding.
     if len(choices) == 1 and counted == default and choices[0].get("finish_reason") == "stop":
@@ -87,4 +90,5 @@ def max_tokens_default(ctx: Context) -> None:
             path="choices[0].finish_reason",
             expected="length",
             actual=reason,
+            witness="usage",
         )

@@ -41,6 +41,36 @@ def _bearer(spec: Spec) -> str | None:
     return None if spec.bearer_auth else "the spec declares no bearer auth"
 
 
+#: A null spelled as text: Python's ``str(None)`` (LiteLLM's ``"type": "None"``), JSON's
+#: and JavaScript's ``null``.
+STRINGIFIED_NULLS = frozenset({"None", "null", "Null", "NULL"})
+#: The fields of OpenAI's error object that may be null (its document: Error.param, .code),
+#: judged where the document has no error schema of its own.
+OPENAI_NULLABLE_ERROR_FIELDS = ("param", "code")
+
+
+def stringified_nulls(spec: Spec, body: Any) -> list[str]:
+    """The error fields that say null as a string where the envelope's field can be null.
+
+    Where the document's envelope accepts null for a field, null is how "no value" is
+    said; ``"None"`` there is a value a client reads and shows (``APIError.param``).
+    """
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        return []
+    found = []
+    for key, value in error.items():
+        if not isinstance(value, str) or value.strip() not in STRINGIFIED_NULLS:
+            continue
+        if spec.error_schema is None:
+            nullable = key in OPENAI_NULLABLE_ERROR_FIELDS
+        else:
+            nullable = spec.validate("error", {**body, "error": {**error, key: None}}) is None
+        if nullable:
+            found.append(key)
+    return found
+
+
 def _envelope_hint(body: Any) -> str:
     """Name the common wrong shapes, so the message says what the target did."""
     if isinstance(body, dict) and "error" not in body and "detail" in body:
@@ -54,7 +84,8 @@ def _envelope_hint(body: Any) -> str:
     "ERROR-ENVELOPE",
     level=MUST,
     area="errors",
-    statement="Every 4xx body is strict JSON in the spec's error envelope.",
+    statement="Every 4xx body is strict JSON in the spec's error envelope, with null said as "
+    'null (not the string "None" or "null") where the envelope\'s field is nullable.',
     source="spec: responses.4xx.content.*.schema (Nscale ErrorResponse, AIHubMix "
     "GatewayError); OpenAI clients read error.message",
     evidence="spec-schema",
@@ -88,12 +119,23 @@ def error_envelope(ctx: Context) -> None:
                 + _envelope_hint(body),
                 path="error.message",
             )
-        return
-    problem = ctx.spec.validate("error", body)
-    if problem:
+    else:
+        problem = ctx.spec.validate("error", body)
+        if problem:
+            raise Violation(
+                f"the {ex.status} error body is not the spec's error envelope: {problem}"
+                + _envelope_hint(body)
+            )
+    nulls = stringified_nulls(ctx.spec, body)
+    if nulls:
+        error = body["error"]
+        spelled = ", ".join(f"error.{k} = {error[k]!r}" for k in nulls)
         raise Violation(
-            f"the {ex.status} error body is not the spec's error envelope: {problem}"
-            + _envelope_hint(body)
+            f"the {ex.status} error envelope spells null as a string: {spelled} (the "
+            "envelope's field is nullable: a client reads the string as a value)",
+            path=f"error.{nulls[0]}",
+            expected=None,
+            actual=error[nulls[0]],
         )
 
 

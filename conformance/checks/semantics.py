@@ -290,15 +290,24 @@ def echo_prefix(ctx: Context, ans: Answer) -> None:
     when=lambda ctx: bool(stops(ctx)),
 )
 def stop_absent(ctx: Context, ans: Answer) -> None:
-    for name, choice in ans.choices:
+    found = stop_in_text(ctx, ans.choices)
+    if found is not None:
+        name, stop = found
+        raise Violation(
+            f"{name}.text contains the stop sequence {stop!r}",
+            path=f"{path_of(name)}.text",
+            actual=stop,
+        )
+
+
+def stop_in_text(ctx: Context, choices: Labelled) -> tuple[str, str] | None:
+    """The first choice (its name) whose completion holds a stop sequence, and that stop."""
+    for name, choice in choices:
         text = completion_part(ctx, choice)
         for stop in stops(ctx):
             if text is not None and stop in text:
-                raise Violation(
-                    f"{name}.text contains the stop sequence {stop!r}",
-                    path=f"{path_of(name)}.text",
-                    actual=stop,
-                )
+                return name, stop
+    return None
 
 
 @requirement(
@@ -322,6 +331,11 @@ def stop_probe(ctx: Context) -> None:
     stop = stops(ctx)[0]
     if not isinstance(first_text, str) or stop not in first_text:
         return  # the first answer changed shape: nothing to compare
+    if stop_in_text(ctx, labelled(ctx.exchange.json)) is not None:
+        # One defect, one finding: a stop sequence returned in the text is STOP-ABSENT's
+        # (MUST, read from this answer alone); the probe judges what that rule cannot see,
+        # a text cut elsewhere or a finish_reason other than "stop".
+        return
     choices = choices_of(ctx.exchange.json)
     if not choices:
         raise Violation("the probe's answer has no choice", path="choices")

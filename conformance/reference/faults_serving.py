@@ -114,6 +114,19 @@ def _errors_string(reply: ErrorReply) -> ErrorReply:
     return replace(reply, payload={"error": reply.message})
 
 
+@fault(
+    "errors-stringified-nulls",
+    'Null error fields are spelled "None" (LiteLLM\'s str(None)), `param` always sent.',
+    "error-reply",
+)
+def _errors_stringified_nulls(reply: ErrorReply) -> ErrorReply:
+    error = reply.payload.get("error") if isinstance(reply.payload, dict) else None
+    if not isinstance(error, dict):
+        return reply
+    spelled = {k: "None" if v is None else v for k, v in {"param": None, **error}.items()}
+    return replace(reply, payload={**reply.payload, "error": spelled})
+
+
 @fault("errors-text-plain", "Error bodies are served as text/plain.", "error-reply")
 def _errors_text_plain(reply: ErrorReply) -> ErrorReply:
     return replace(reply, media_type=_TEXT)

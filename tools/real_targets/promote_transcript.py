@@ -22,6 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import transcript
 
+from conformance.spec import SpecError
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -47,7 +49,11 @@ def promote(argv: list[str] | None = None) -> int:
     if problems:
         print(f"ERROR: {args.saved}: {'; '.join(problems)}", file=sys.stderr)
         return 4
-    judged = set(transcript.judge(data))
+    try:
+        judged = set(transcript.judge(data, where=args.saved.parent))
+    except SpecError as exc:
+        print(f"ERROR: {args.saved}: {exc}", file=sys.stderr)
+        return 4
     expected = set(filter(None, args.expect.split(","))) if args.expect is not None else judged
     why = dict(item.split("=", 1) for item in args.why if "=" in item)
     missing = sorted(expected - set(why))
@@ -71,6 +77,11 @@ def promote(argv: list[str] | None = None) -> int:
     data["source"]["family"] = family
     out = args.corpus / family / f"{args.name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
+    document = data.get("spec_document")
+    if isinstance(document, dict):  # the document it was judged by moves with it
+        transcript.keep_document(
+            args.saved.parent / document["file"], out.parent, document["origin"]
+        )
     transcript.dump(data, out)
     print(out)
     return 0

@@ -28,6 +28,8 @@ import transcript
 
 from conformance.case import Case
 from conformance.exchange import Exchange, Headers
+from conformance.spec import BUILTIN_SPECS, load_spec
+from conformance.spec_source import Fetch
 
 
 def record(url: str, bodies: list[dict[str, object]], label: str) -> list[Exchange]:
@@ -67,8 +69,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spec", default="aihubmix")
     args = parser.parse_args(argv)
     bodies = [json.loads(p.read_text(encoding="utf-8")) for p in args.bodies]
-    exchanges = record(args.url, bodies, args.label)
+    # The document the answers are judged by, read first (``target``: the served one, which
+    # a request may kill) and kept beside them unless vendored, for re-judging them later.
+    key = os.environ.get("CONFORMANCE_API_KEY")
+    spec = load_spec(args.spec, fetch=Fetch(api_key=key, target_url=args.url))
     args.out.mkdir(parents=True, exist_ok=True)
+    document = None
+    if args.spec not in BUILTIN_SPECS:
+        document = transcript.keep_document(spec.path, args.out, spec.origin)
+    exchanges = record(args.url, bodies, args.label)
     command = "python tools/real_targets/record_by_hand.py URL OUT " + " ".join(
         json.dumps(b, separators=(",", ":")) for b in bodies
     )
@@ -90,10 +99,11 @@ def main(argv: list[str] | None = None) -> int:
             exchange,
             spec=args.spec,
             source=source,
-            secrets=[os.environ.get("CONFORMANCE_API_KEY", "")],
+            secrets=[key or ""],
             provenance=provenance,
+            document=document,
         )
-        data["judged_failed"] = sorted(transcript.judge(data))
+        data["judged_failed"] = sorted(transcript.judge(data, spec))
         path = args.out / f"{i:04d}-by-hand.json"
         transcript.dump(data, path)
         print(path, exchange.status, data["judged_failed"])

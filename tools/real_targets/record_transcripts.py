@@ -52,13 +52,24 @@ def _provenance() -> dict[str, Any]:
 
 
 def save(exchange: Any, folder: Path, spec: str) -> Path:
-    """Write one exchange as a transcript with the judge's findings of today."""
+    """Write one exchange as a transcript with the judge's findings of today; a document
+    that is not vendored (``--spec target``, a URL, a path) is kept beside it."""
     secrets = [os.environ.get("CONFORMANCE_API_KEY", "")]
+    found = transcript.run_document(spec)
+    document = None
+    if found is not None:
+        path, origin = found
+        document = transcript.keep_document(path, folder, origin)
     data = transcript.to_transcript(
-        exchange, spec=spec, source=_source(), secrets=secrets, provenance=_provenance()
+        exchange,
+        spec=spec,
+        source=_source(),
+        secrets=secrets,
+        provenance=_provenance(),
+        document=document,
     )
     try:
-        data["judged_failed"] = sorted(transcript.judge(data))
+        data["judged_failed"] = sorted(transcript.judge(data, where=folder))
     except Exception as exc:  # a judge crash is worth keeping beside the bytes
         data["judged_failed"] = [f"judge raised {type(exc).__name__}: {exc}"]
     with _lock:

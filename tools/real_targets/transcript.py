@@ -7,18 +7,27 @@ Exchange the client would have produced from those bytes (content coding undone 
 httpx undoes it, events parsed with the suite's own SSE parser, as conformance/client.py
 does), so the judge can replay it offline; ``judge`` runs the public judge over it and
 returns the set of failed requirement IDs.
+
+A transcript names the document it was judged by in ``spec``: a vendored name is enough;
+any other (a path, a URL, ``target``: the target's own ``/openapi.json``) is kept as a copy
+beside the transcripts (``documents/<sha256>``) that ``spec_document`` points at, so that
+re-judging it later, offline, reads the same bytes (``spec_of``).
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from conformance.exchange import Exchange
 from conformance.judging.wire import exchange_from_transcript
+from conformance.spec import BUILTIN_SPECS, TARGET_SPEC, Spec, SpecError, load_spec
+from conformance.spec_source import HANDOFF_ENV, is_url
 
 FORMAT = 1
 REDACTED = "[REDACTED]"
@@ -89,6 +98,64 @@ def unknowable(data: dict[str, Any]) -> frozenset[str]:
     return frozenset()
 
 
+# -- the document a transcript was judged by ----------------------------------------------
+
+DOCUMENTS = "documents"
+
+
+def run_document(spec: str) -> tuple[Path, str] | None:
+    """The file and origin of the document a suite run in this process judges by, for a
+    ``--spec`` that is not vendored: the path itself, or the copy the suite keeps of a
+    fetched one (``--spec target`` or a URL; spec_source hands it to xdist workers)."""
+    if spec in BUILTIN_SPECS:
+        return None
+    if spec == TARGET_SPEC or is_url(spec):
+        try:
+            handoff = json.loads(os.environ.get(HANDOFF_ENV) or "{}")
+        except ValueError:
+            return None
+        file = handoff.get("file") if isinstance(handoff, dict) else None
+        return (Path(file), str(handoff.get("url") or spec)) if file else None
+    return Path(spec), spec
+
+
+def keep_document(path: Path, folder: Path, origin: str) -> dict[str, str]:
+    """Copy the document at ``path`` once into ``folder/documents/`` (named by its digest)
+    and return the ``spec_document`` entry that points at it from ``folder``."""
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    suffix = path.suffix if path.suffix in (".json", ".yaml", ".yml") else ".json"
+    name = f"{DOCUMENTS}/{digest[:16]}{suffix}"
+    copy = folder / name
+    if not copy.exists():
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        partial = copy.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_bytes(data)
+        partial.replace(copy)  # atomic: xdist workers save beside each other
+    return {"file": name, "sha256": digest, "origin": origin}
+
+
+def spec_of(data: dict[str, Any], where: Path | None = None) -> Spec:
+    """The document ``data`` was judged by: its vendored name, else the copy ``spec_document``
+    points at (relative to ``where``, the transcript's folder), else its path."""
+    name = str(data["spec"])
+    document = data.get("spec_document")
+    if name in BUILTIN_SPECS:
+        return load_spec(name)
+    if isinstance(document, dict) and document.get("file"):
+        path = (where or Path()) / str(document["file"])
+        spec = load_spec(str(path))
+        if spec.sha256 != document.get("sha256"):
+            raise SpecError(f"{path} is not the document {name!r} was judged by (sha256 differs)")
+        return spec
+    if name != TARGET_SPEC and not is_url(name) and Path(name).is_file():
+        return load_spec(name)
+    raise SpecError(
+        f"the transcript was judged by --spec {name!r} but carries no spec_document: "
+        "record it again (record_transcripts.py keeps the document), or pass the spec"
+    )
+
+
 # -- Exchange -> transcript ---------------------------------------------------------------
 
 
@@ -125,8 +192,10 @@ def to_transcript(
     source: dict[str, str],
     secrets: Sequence[str] = (),
     provenance: dict[str, Any] | None = None,
+    document: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A redacted, JSON-able transcript of ``exchange`` (findings left for the promoter)."""
+    """A redacted, JSON-able transcript of ``exchange`` (findings left for the promoter);
+    ``document``: where the (non-vendored) document judged by is kept (keep_document)."""
     # Values too short to be secrets would blank out ordinary text if scrubbed.
     secrets = [s for s in secrets if s and len(s) >= 4]
     case = exchange.case
@@ -160,6 +229,7 @@ def to_transcript(
         "source": source,
         "provenance": provenance or {"kind": "recorded"},
         "spec": spec,
+        **({"spec_document": document} if document else {}),
         "case": {
             "mode": case.mode,
             "label": case.label,
@@ -181,15 +251,15 @@ def to_exchange(data: dict[str, Any]) -> Exchange:
     return exchange_from_transcript(data)
 
 
-def judge(data: dict[str, Any], spec: Any = None) -> dict[str, str]:
-    """Failed requirement ID -> the judge's message, for one transcript, by today's judge."""
+def judge(data: dict[str, Any], spec: Any = None, *, where: Path | None = None) -> dict[str, str]:
+    """Failed requirement ID -> the judge's message, for one transcript, by today's judge
+    (under ``spec``, else the document it names: ``where`` is its folder, see spec_of)."""
     from conformance.attribution import attribute
     from conformance.requirements import REGISTRY, load_checks
     from conformance.results import Results, evaluate
-    from conformance.spec import load_spec
 
     load_checks()
-    spec = spec if spec is not None else load_spec(data["spec"])
+    spec = spec if spec is not None else spec_of(data, where)
     exchange = to_exchange(data)
     findings = evaluate(list(REGISTRY.values()), spec, exchange)
     # A modelled exchange whose source shows no headers cannot witness header requirements.
