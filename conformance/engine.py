@@ -26,11 +26,11 @@ from conformance.events import Emitter, ExchangeJudged, ScenarioFinished
 from conformance.exceptions import ConformanceError
 from conformance.exchange import Exchange
 from conformance.health import DOWN_NOTE, Health
+from conformance.judging.judge import judge_into
 from conformance.judging.record import RunRecord, ScenarioRun, SkipCause
 from conformance.judging.verdict import applicability, deciding_levels
 from conformance.latency import stream_latency
 from conformance.requirements import REGISTRY, Requirement, load_checks
-from conformance.judging.judge import judge_into
 from conformance.results import OBSERVED, Finding, Results, tokens_used
 from conformance.schedule import Slots
 from conformance.spec import Spec
@@ -491,9 +491,7 @@ class ItemRun:
         Its request is counted on the exchange that was finally judged (as a retry), so
         it is recorded without spending (judge_into judges a 429 by the rate-limit
         requirements alone)."""
-        findings = judge_into(
-            self.results, self.run.requirements, self.spec, exchange, spend=False
-        )
+        findings = judge_into(self.results, self.run.requirements, self.spec, exchange, spend=False)
         self.failures += [(f, exchange) for f in findings if f.outcome == "failed"]
 
     def skipped(self, exc: ScenarioSkipped) -> None:
