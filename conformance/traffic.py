@@ -116,6 +116,8 @@ class Seen:
     elapsed: float = 0.0
     transport_error: str | None = None
     false_encoding: str | None = None
+    #: When the request was sent (Unix time), when known.
+    started: float | None = None
     #: A recorded transcript: its own Case (the suite's label of the request) stands.
     transcript: Mapping[str, Any] | None = None
 
@@ -227,13 +229,15 @@ def exchange_of(spec: Spec, seen: Seen) -> Exchange:
         # A HAR keeps the body decoded: build from it without the coding, then show the
         # headers as they were sent.
         given = [h for h in headers if h[0].lower() != "content-encoding"]
+        coded = len(given) != len(headers)
         try:
             exchange = exchange_from_wire(
                 case,
                 seen.status,
                 given if seen.decoded else headers,
                 seen.body,
-                writes=seen.writes,
+                # Reads of a content-coded stream are not events yet: parsed once decoded.
+                writes=() if coded else seen.writes,
                 times=seen.times,
                 url=seen.url,
                 request_headers=shown,

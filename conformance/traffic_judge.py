@@ -21,7 +21,7 @@ import secrets
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +35,7 @@ from conformance.policies import registry
 from conformance.requirements import REGISTRY, Requirement, load_checks
 from conformance.results import Finding, Results, Tally
 from conformance.spec import Spec, operation_line
-from conformance.traffic import BadEntry, Entry, Passed, exchange_of, model_of
+from conformance.traffic import BadEntry, Entry, Passed, Seen, exchange_of, model_of
 
 #: What traffic cannot show, by what it would take: the requirements and why.
 NOT_OBSERVABLE: dict[str, tuple[tuple[str, ...], str]] = {
@@ -166,6 +166,8 @@ class TrafficJudge:
         self.unjudged: Counter[str] = Counter()
         self.bad_entries: list[str] = []
         self.errors: list[str] = []
+        #: Called with each entry judged and its Exchange (the proxy's --har writes it).
+        self.listeners: list[Callable[[Seen, Exchange], None]] = []
 
     # -- what comes in ------------------------------------------------------------------
 
@@ -197,7 +199,10 @@ class TrafficJudge:
         try:
             if isinstance(entry, BadEntry):
                 raise entry
-            self.judge(exchange_of(self.spec, entry))
+            exchange = exchange_of(self.spec, entry)
+            self.judge(exchange)
+            for listener in self.listeners:
+                listener(entry, exchange)
         except BadEntry as bad:
             self.note_bad(str(bad))
             return str(bad)
