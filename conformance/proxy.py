@@ -335,6 +335,8 @@ class ProxyServer:
         config = uvicorn.Config(
             self.proxy.app, log_level="warning", access_log=False, log_config=None,
             lifespan="on", timeout_graceful_shutdown=5, backlog=4096,
+            # The upstream's own Server and Date headers are the ones forwarded.
+            server_header=False, date_header=False,
         )  # fmt: skip
         server = uvicorn.Server(config)
         # uvicorn takes no signals outside the main thread: they stay main()'s.

@@ -61,7 +61,14 @@ NOT_OBSERVABLE: dict[str, tuple[tuple[str, ...], str]] = {
         "judges what the openai SDK made of the answer; the wire shows the bytes, not what "
         "a client parsed",
     ),
+    "health probe": (
+        ("TARGET-ALIVE",),
+        "needs the suite's health probe (its minimal request, sent after an answer only a "
+        "dead target gives); an answer in traffic shows only that the target answered it",
+    ),
 }
+#: Judged on traffic, these would pass on every answer without having been tested.
+VACUOUS = frozenset({"TARGET-ALIVE"})
 #: Requirement -> why traffic cannot show it.
 UNOBSERVABLE: dict[str, str] = {
     rid: f"not observable from traffic: {why}"
@@ -157,6 +164,7 @@ class TrafficJudge:
         self.spec = spec
         self.target = target
         self.requirements = list(REGISTRY.values() if requirements is None else requirements)
+        self.judges = [r for r in self.requirements if r.id not in VACUOUS]
         self.run_id = secrets.token_hex(8)
         self.started = time.time()
         self._lock = threading.Lock()
@@ -178,7 +186,7 @@ class TrafficJudge:
             results = self._models.get(model)
             if results is None:
                 results = self._models[model] = Results.for_requirements(self.requirements)
-            findings = judge_into(results, self.requirements, self.spec, exchange)
+            findings = judge_into(results, self.judges, self.spec, exchange)
             latency = stream_latency(exchange) if exchange.ttfb is not None else None
             if latency is not None:
                 results.latency.append(latency)
