@@ -250,7 +250,7 @@ def test_jsonl_with_raw_bytes_and_a_line_that_is_not_json(tmp_path: Path) -> Non
                 "writes_base64": [base64.b64encode(w).decode() for w in writes],
                 "times": [0.01 * i for i in range(len(writes))],
             },
-        ),  # fmt: skip
+        ),
         "{not json",
         jsonl_line(
             plain.body,
@@ -263,7 +263,7 @@ def test_jsonl_with_raw_bytes_and_a_line_that_is_not_json(tmp_path: Path) -> Non
                 ],
                 "body_base64": base64.b64encode(coded).decode(),
             },
-        ),  # fmt: skip
+        ),
         jsonl_line(plain.body, {"headers": []}),
     ]
     path = tmp_path / "traffic.jsonl"
@@ -292,9 +292,14 @@ def test_no_key_reaches_any_output(tmp_path: Path) -> None:
     }
     secret_header = ("X-Api-Key", "tenant-secret-value-42")
     entries = [
-        har_entry(case.body, 401, json.dumps(echoed), request_headers=[("Authorization", f"Bearer {KEY}"), secret_header]),
+        har_entry(
+            case.body,
+            401,
+            json.dumps(echoed),
+            request_headers=[("Authorization", f"Bearer {KEY}"), secret_header],
+        ),
         completion_entry(),
-    ]  # fmt: skip
+    ]
     code, out, err, _ = judge(tmp_path, write_har(tmp_path / "s.har", entries))
     assert code == 7
     for path in (tmp_path / "reports").iterdir():
