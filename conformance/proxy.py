@@ -317,9 +317,12 @@ class ProxyServer:
         if self.har is not None:
             self.judge.listeners.append(self.har.add)
         self.proxy = Proxy(
-            upstream, self.judge, sample=sample, max_body_bytes=max_body_bytes,
+            upstream,
+            self.judge,
+            sample=sample,
+            max_body_bytes=max_body_bytes,
             queue_size=queue_size,
-        )  # fmt: skip
+        )
         self.host, self.port = host, port
         self.url = ""
         self._server: uvicorn.Server | None = None
@@ -333,11 +336,17 @@ class ProxyServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, self.port))
         config = uvicorn.Config(
-            self.proxy.app, log_level="warning", access_log=False, log_config=None,
-            lifespan="on", timeout_graceful_shutdown=5, backlog=4096,
+            self.proxy.app,
+            log_level="warning",
+            access_log=False,
+            log_config=None,
+            lifespan="on",
+            timeout_graceful_shutdown=5,
+            backlog=4096,
             # The upstream's own Server and Date headers are the ones forwarded.
-            server_header=False, date_header=False,
-        )  # fmt: skip
+            server_header=False,
+            date_header=False,
+        )
         server = uvicorn.Server(config)
         # uvicorn takes no signals outside the main thread: they stay main()'s.
         sys.setswitchinterval(SWITCH_INTERVAL)
@@ -387,13 +396,27 @@ def parser() -> argparse.ArgumentParser:
         f"requirements: live verdict at {LIVE}/ and {LIVE}/verdict.json, reports on exit.",
     )
     p.add_argument("--upstream", required=True, metavar="URL", help="where requests go")
-    p.add_argument("--listen", default="127.0.0.1:8080", metavar="HOST:PORT",
-                   help="where clients connect (default 127.0.0.1:8080)")  # fmt: skip
-    p.add_argument("--sample", type=float, default=1.0, metavar="RATE",
-                   help="share of the operation's requests judged, 0..1 (default 1)")  # fmt: skip
+    p.add_argument(
+        "--listen",
+        default="127.0.0.1:8080",
+        metavar="HOST:PORT",
+        help="where clients connect (default 127.0.0.1:8080)",
+    )
+    p.add_argument(
+        "--sample",
+        type=float,
+        default=1.0,
+        metavar="RATE",
+        help="share of the operation's requests judged, 0..1 (default 1)",
+    )
     p.add_argument("--har", metavar="FILE", help="also write the judged exchanges as HAR 1.2")
-    p.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES, metavar="N",
-                   help="larger answers are forwarded but not judged (default 16 MiB)")  # fmt: skip
+    p.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=MAX_BODY_BYTES,
+        metavar="N",
+        help="larger answers are forwarded but not judged (default 16 MiB)",
+    )
     add_common(p)
     return p
 
@@ -428,9 +451,14 @@ def main(
         print(f"ERROR: --spec {args.spec}: {exc}", file=err)
         return EXIT_CODES["bad-input"]
     server = ProxyServer(
-        args.upstream, spec, host=host, port=port, sample=args.sample,
-        har=Path(args.har) if args.har else None, max_body_bytes=args.max_body_bytes,
-    )  # fmt: skip
+        args.upstream,
+        spec,
+        host=host,
+        port=port,
+        sample=args.sample,
+        har=Path(args.har) if args.har else None,
+        max_body_bytes=args.max_body_bytes,
+    )
     try:
         url = server.start()
     except (OSError, RuntimeError) as exc:

@@ -37,11 +37,20 @@ def parser() -> argparse.ArgumentParser:
 
 def add_common(p: argparse.ArgumentParser) -> None:
     """The options ``judge`` and ``proxy`` share: the document and where reports go."""
-    p.add_argument("--spec", default="aihubmix", metavar="NAME|PATH", help="the document "
-                   "to judge against: nscale, aihubmix, openai, a path or a URL (default aihubmix)")  # fmt: skip
+    p.add_argument(
+        "--spec",
+        default="aihubmix",
+        metavar="NAME|PATH",
+        help="the document "
+        "to judge against: nscale, aihubmix, openai, a path or a URL (default aihubmix)",
+    )
     p.add_argument("--strict-spec", action="store_true", help="no errata, no policies")
-    p.add_argument("--report-dir", default="reports/out", metavar="DIR",
-                   help="where the reports go (default reports/out)")  # fmt: skip
+    p.add_argument(
+        "--report-dir",
+        default="reports/out",
+        metavar="DIR",
+        help="where the reports go (default reports/out)",
+    )
 
 
 def judge_files(
@@ -92,7 +101,10 @@ def main(
     reasons = "; ".join(verdict.reasons)
     print(f"verdict: {verdict.word}" + (f" ({reasons})" if reasons else ""), file=out)
     if problems:
-        print(f"ERROR: {problems} entr{'y' if problems == 1 else 'ies'} could not be judged "
-              "(above); the others are in the reports", file=err)  # fmt: skip
+        print(
+            f"ERROR: {problems} entr{'y' if problems == 1 else 'ies'} could not be judged "
+            "(above); the others are in the reports",
+            file=err,
+        )
         return EXIT_CODES["bad-input"]
     return verdict.exit_code
