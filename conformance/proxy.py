@@ -128,6 +128,12 @@ class Judging:
     def _run(self) -> None:
         while (seen := self.queue.get()) is not None:
             self.judge.take(seen)  # never raises: a failure is noted as a suite error
+            self.queue.task_done()
+        self.queue.task_done()
+
+    def drain(self) -> None:
+        """Wait until everything queued so far is judged."""
+        self.queue.join()
 
     def stop(self, timeout: float = 30.0) -> None:
         """Judge what is queued, then stop."""

@@ -42,6 +42,8 @@ SHOWN = frozenset(
 )
 #: Shown as well: the suite's own case header and the openai SDK's platform headers.
 SHOWN_PREFIXES = ("x-conformance-", "x-stainless-")
+#: Authorization schemes: the word alone holds no secret (a bare key would).
+SCHEMES = frozenset({"bearer", "basic", "digest"})
 #: Headers that describe one hop, not the exchange (RFC 9110 §7.6.1), and HTTP/2's
 #: pseudo-headers as devtools export them.
 HOP_BY_HOP = frozenset(
@@ -206,6 +208,9 @@ def redact_headers(headers: Sequence[tuple[str, str]]) -> tuple[dict[str, str], 
         if lname == "authorization" and token.strip():
             shown[name] = f"{scheme} {REDACTED}"
             secret = token.strip()
+        elif lname == "authorization" and scheme.lower() in SCHEMES:
+            shown[name] = value  # a scheme and no credentials: nothing to hide
+            continue
         else:
             shown[name] = REDACTED if value else value
             secret = value.strip()
