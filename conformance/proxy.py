@@ -67,6 +67,9 @@ QUEUE = 256
 MAX_BODY_BYTES = 16 * 1024 * 1024
 #: Every method is forwarded (only the completions are judged).
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+#: The bytes of all answers copied for the judge at once (being recorded or queued): the
+#: proxy's memory stays bounded whatever the number and length of streams in flight.
+MAX_HELD = 256 * 1024 * 1024
 #: Headers httpx adds on its own: sent upstream only when the client sent them.
 HTTPX_DEFAULTS = ("accept", "accept-encoding", "user-agent")
 #: The GIL switch interval while proxying: the judge thread must give the event loop the
@@ -109,25 +112,49 @@ class HarWriter:
 
 
 class Judging:
-    """The worker thread that judges what the proxy forwarded, off the request path."""
+    """The worker thread that judges what the proxy forwarded, off the request path.
 
-    def __init__(self, judge: TrafficJudge, size: int = QUEUE) -> None:
+    The copies it holds (answers being recorded, and queued ones) share one budget of
+    ``max_held`` bytes: an answer that would exceed it is forwarded but not judged.
+    """
+
+    def __init__(self, judge: TrafficJudge, size: int = QUEUE, max_held: int = MAX_HELD) -> None:
         self.judge = judge
         self.queue: queue.Queue[Seen | None] = queue.Queue(maxsize=size)
+        self.max_held = max_held
+        self.held = 0
+        self.peak_held = 0
+        self._lock = threading.Lock()
         self.thread = threading.Thread(target=self._run, name="conformance-judge", daemon=True)
         self.thread.start()
 
-    def offer(self, seen: Seen) -> None:
-        """Queue one exchange for the judge; counted as not judged if the queue is full."""
+    def reserve(self, n: int) -> bool:
+        """Take ``n`` bytes of the budget for a copy; False when it is spent."""
+        with self._lock:
+            if self.held + n > self.max_held:
+                return False
+            self.held += n
+            self.peak_held = max(self.peak_held, self.held)
+            return True
+
+    def release(self, n: int) -> None:
+        with self._lock:
+            self.held -= n
+
+    def offer(self, seen: Seen, held: int) -> None:
+        """Queue one exchange (holding ``held`` bytes of the budget) for the judge; counted
+        as not judged if the queue is full."""
         try:
             self.queue.put_nowait(seen)
         except queue.Full:
+            self.release(held)
             self.judge.note_seen()
             self.judge.note_unjudged("the judge fell behind (queue full)")
 
     def _run(self) -> None:
         while (seen := self.queue.get()) is not None:
             self.judge.take(seen)  # never raises: a failure is noted as a suite error
+            self.release(len(seen.body))
             self.queue.task_done()
         self.queue.task_done()
 
@@ -152,11 +179,12 @@ class Proxy:
         sample: float = 1.0,
         max_body_bytes: int = MAX_BODY_BYTES,
         queue_size: int = QUEUE,
+        max_held: int = MAX_HELD,
         read_timeout: float | None = 600.0,
     ) -> None:
         self.upstream = upstream.rstrip("/")
         self.judge = judge
-        self.judging = Judging(judge, queue_size)
+        self.judging = Judging(judge, queue_size, max_held)
         self.sample = sample
         self.max_body_bytes = max_body_bytes
         self.wanted = operation_of(judge.spec)
@@ -220,7 +248,7 @@ class Proxy:
             if n is not None:
                 elapsed = time.perf_counter() - start
                 self.judging.offer(
-                    replace(seen, transport_error=why, started=started, elapsed=elapsed)
+                    replace(seen, transport_error=why, started=started, elapsed=elapsed), 0
                 )
             return PlainTextResponse(f"{PROG}: {why}\n", status_code=502)
         headers = [
@@ -253,13 +281,18 @@ class Proxy:
         judge, handed over once the answer is complete."""
         writes: list[bytes] = []
         times: list[float] = []
-        size, error, complete = 0, None, False
+        size, error, complete, dropped = 0, None, False, ""
         try:
             async for chunk in answer.aiter_raw():
-                if size <= self.max_body_bytes:
-                    writes.append(chunk)
-                    times.append(time.perf_counter() - start)
-                    size += len(chunk)
+                if not dropped:
+                    if size + len(chunk) > self.max_body_bytes:
+                        dropped = f"answer larger than {self.max_body_bytes} bytes"
+                    elif not self.judging.reserve(len(chunk)):
+                        dropped = "the judge's memory budget was spent (--max-held-bytes)"
+                    else:
+                        writes.append(chunk)
+                        times.append(time.perf_counter() - start)
+                        size += len(chunk)
                 yield chunk
             complete = True
         except httpx.HTTPError as exc:
@@ -267,16 +300,15 @@ class Proxy:
             raise  # the client must see the answer cut too, not a short complete one
         finally:
             await answer.aclose()
-            if size > self.max_body_bytes:
+            if not dropped and not complete and not error:
+                dropped = "the client closed the connection before the answer ended"
+            if dropped:
+                self.judging.release(size)
                 self.judge.note_seen()
-                self.judge.note_unjudged(f"answer larger than {self.max_body_bytes} bytes")
-            elif complete or error:
-                self.judging.offer(
-                    _complete(seen, writes, times, time.perf_counter() - start, error)
-                )
-            else:  # cancelled: the client went away before the end
-                self.judge.note_seen()
-                self.judge.note_unjudged("the client closed the connection before the answer ended")
+                self.judge.note_unjudged(dropped)
+            else:
+                elapsed = time.perf_counter() - start
+                self.judging.offer(_complete(seen, writes, times, elapsed, error), size)
 
     async def page(self, request: Request) -> Response:
         from reports.traffic import render_traffic
@@ -317,6 +349,7 @@ class ProxyServer:
         har: Path | None = None,
         max_body_bytes: int = MAX_BODY_BYTES,
         queue_size: int = QUEUE,
+        max_held: int = MAX_HELD,
     ) -> None:
         self.judge = TrafficJudge(spec, target=upstream)
         self.har = HarWriter(har) if har is not None else None
@@ -328,6 +361,7 @@ class ProxyServer:
             sample=sample,
             max_body_bytes=max_body_bytes,
             queue_size=queue_size,
+            max_held=max_held,
         )
         self.host, self.port = host, port
         self.url = ""
@@ -423,6 +457,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help="larger answers are forwarded but not judged (default 16 MiB)",
     )
+    p.add_argument(
+        "--max-held-bytes",
+        type=int,
+        default=MAX_HELD,
+        metavar="N",
+        help="most bytes of answers held for the judge at once (default 256 MiB)",
+    )
     add_common(p)
     return p
 
@@ -464,6 +505,7 @@ def main(
         sample=args.sample,
         har=Path(args.har) if args.har else None,
         max_body_bytes=args.max_body_bytes,
+        max_held=args.max_held_bytes,
     )
     try:
         url = server.start()

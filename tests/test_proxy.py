@@ -286,3 +286,36 @@ def test_sigterm_writes_the_reports(tmp_path: Path) -> None:
     verdict = json.loads((tmp_path / "verdict.json").read_text())
     assert verdict["traffic"]["judged"] == 1
     assert (tmp_path / "junit.xml").is_file() and (tmp_path / "traffic.html").is_file()
+
+
+def test_the_copies_for_the_judge_stay_within_their_budget() -> None:
+    spec = load_spec("aihubmix")
+    with (
+        ReferenceServer("aihubmix", api_key=KEY) as ref,
+        ProxyServer(ref.url, spec, max_held=600) as proxy,
+    ):
+        headers = {"Authorization": f"Bearer {KEY}"}
+        small = {"model": MODEL, "prompt": "Hi", "max_tokens": 1}
+        large = {
+            "model": MODEL,
+            "prompt": "Hi",
+            "max_tokens": 8,
+            "n": 3,
+            "stream": True,
+            "temperature": 0,
+        }
+        direct = httpx.post(ref.url + "/v1/completions", json=large, headers=headers)
+        proxied = httpx.post(proxy.url + "/v1/completions", json=large, headers=headers)
+        assert len(proxied.content) > 600 and proxied.text.endswith("data: [DONE]\n\n")
+        assert len(proxied.content) == len(direct.content)  # forwarded whole, not copied
+        assert (
+            httpx.post(proxy.url + "/v1/completions", json=small, headers=headers).status_code
+            == 200
+        )
+        proxy.proxy.judging.drain()
+        judging = proxy.proxy.judging
+        assert judging.held == 0 and 0 < judging.peak_held <= 600
+        snapshot = proxy.stop()
+    traffic = snapshot.overall.meta["traffic"]
+    assert traffic["judged"] == 1
+    assert traffic["unjudged"] == {"the judge's memory budget was spent (--max-held-bytes)": 1}
