@@ -2,21 +2,23 @@
 
     completions-conformance proxy --upstream URL [--listen HOST:PORT] [--sample RATE]
 
-Users point their SDK's base URL at it. Each request goes upstream as it came (httpx; only
-the hop-by-hop headers and Host change), and each answer comes back as it arrives, one
-read at a time, its bytes as the upstream sent them (still content-coded): a stream is
-never buffered. A copy of each answer of the judged operation (``--sample`` of them) is
-handed, once complete, to a worker thread that judges it with the suite's requirements
-(conformance.traffic_judge): judging never runs on the request path, and a judge that
-fails leaves the traffic flowing and shows as a suite error. The live verdict, per model
-and per requirement with the evidence of each finding, is served at ``/_conformance/``
-(HTML) and ``/_conformance/verdict.json``; the reports are written on exit (SIGINT,
-SIGTERM). ``--har FILE`` keeps the judged exchanges, redacted, as HAR 1.2 for
-``completions-conformance judge``.
+Users point their SDK's base URL at it. Two processes share the work:
 
-The queue to the judge is bounded, and so is the copy of each answer: when the judge falls
-behind, or an answer is larger than ``--max-body-bytes``, the exchange is forwarded and
-counted as not judged, with why. Memory stays bounded whatever the traffic.
+* the forwarding process (conformance.forward) relays each request upstream as it came
+  and each answer back as it arrives, read by read, never buffered, and hands a copy of
+  each answer of the judged operation (``--sample`` of them) to
+* this process, which judges them in a worker thread with the suite's requirements
+  (conformance.traffic_judge), serves the live verdict (per model and per requirement,
+  with the evidence of each finding) at ``/_conformance/`` (HTML) and
+  ``/_conformance/verdict.json`` through the forwarding process, writes ``--har FILE``
+  (the judged exchanges, redacted, HAR 1.2 for ``completions-conformance judge``) and,
+  on SIGINT or SIGTERM, the reports.
+
+Judging is CPU work in Python: in the forwarding process it would hold the GIL while
+chunks wait. Apart, it never sits on the request path, and a judge that fails leaves the
+traffic flowing and shows as a suite error. The copies held for the judge share one byte
+budget, and the queue is bounded: what the judge cannot take is forwarded and counted as
+not judged, with why, so memory stays bounded whatever the traffic.
 """
 
 from __future__ import annotations
@@ -24,57 +26,40 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import math
-import queue
+import json
+import multiprocessing
+import os
 import signal
 import socket
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import Any, TextIO
 
-import httpx
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import (
-    HTMLResponse,
-    JSONResponse,
-    PlainTextResponse,
-    Response,
-    StreamingResponse,
-)
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from conformance import forward
 from conformance.exchange import Exchange
+from conformance.forward import LIVE, Plan, Shared
 from conformance.judging import EXIT_CODES
 from conformance.spec import Spec
-from conformance.traffic import HOP_BY_HOP, Seen, har_document, har_of, operation_of
+from conformance.traffic import Seen, har_document, har_of
 from conformance.traffic_judge import Snapshot, TrafficJudge
 
-if TYPE_CHECKING:
-    pass
-
 PROG = "completions-conformance proxy"
-#: Where the live verdict is served (never forwarded).
-LIVE = "/_conformance"
 #: Exchanges waiting for the judge, at most; more are forwarded and counted as not judged.
 QUEUE = 256
 #: The largest answer copied for the judge (the suite's own --max-body-bytes default).
 MAX_BODY_BYTES = 16 * 1024 * 1024
-#: Every method is forwarded (only the completions are judged).
-METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-#: The bytes of all answers copied for the judge at once (being recorded or queued): the
-#: proxy's memory stays bounded whatever the number and length of streams in flight.
+#: The bytes of all answers copied for the judge at once (being recorded or queued).
 MAX_HELD = 256 * 1024 * 1024
-#: Headers httpx adds on its own: sent upstream only when the client sent them.
-HTTPX_DEFAULTS = ("accept", "accept-encoding", "user-agent")
-#: The GIL switch interval while proxying: the judge thread must give the event loop the
-#: GIL back within a fraction of a millisecond (Python's default is 5 ms).
-SWITCH_INTERVAL = 0.0002
+#: How long the forwarding process may take to start (a spawned interpreter).
+START_TIMEOUT = 30.0
 
 
 class HarWriter:
@@ -88,8 +73,6 @@ class HarWriter:
         self._lock = threading.Lock()
 
     def add(self, seen: Seen, exchange: Exchange) -> None:
-        import json
-
         line = json.dumps(har_of(exchange, seen.started or time.time()), ensure_ascii=False)
         with self._lock:
             if self._file is not None:
@@ -111,232 +94,11 @@ class HarWriter:
         self.part.unlink()
 
 
-class Judging:
-    """The worker thread that judges what the proxy forwarded, off the request path.
-
-    The copies it holds (answers being recorded, and queued ones) share one budget of
-    ``max_held`` bytes: an answer that would exceed it is forwarded but not judged.
-    """
-
-    def __init__(self, judge: TrafficJudge, size: int = QUEUE, max_held: int = MAX_HELD) -> None:
-        self.judge = judge
-        self.queue: queue.Queue[Seen | None] = queue.Queue(maxsize=size)
-        self.max_held = max_held
-        self.held = 0
-        self.peak_held = 0
-        self._lock = threading.Lock()
-        self.thread = threading.Thread(target=self._run, name="conformance-judge", daemon=True)
-        self.thread.start()
-
-    def reserve(self, n: int) -> bool:
-        """Take ``n`` bytes of the budget for a copy; False when it is spent."""
-        with self._lock:
-            if self.held + n > self.max_held:
-                return False
-            self.held += n
-            self.peak_held = max(self.peak_held, self.held)
-            return True
-
-    def release(self, n: int) -> None:
-        with self._lock:
-            self.held -= n
-
-    def offer(self, seen: Seen, held: int) -> None:
-        """Queue one exchange (holding ``held`` bytes of the budget) for the judge; counted
-        as not judged if the queue is full."""
-        try:
-            self.queue.put_nowait(seen)
-        except queue.Full:
-            self.release(held)
-            self.judge.note_seen()
-            self.judge.note_unjudged("the judge fell behind (queue full)")
-
-    def _run(self) -> None:
-        while (seen := self.queue.get()) is not None:
-            self.judge.take(seen)  # never raises: a failure is noted as a suite error
-            self.release(len(seen.body))
-            self.queue.task_done()
-        self.queue.task_done()
-
-    def drain(self) -> None:
-        """Wait until everything queued so far is judged."""
-        self.queue.join()
-
-    def stop(self, timeout: float = 30.0) -> None:
-        """Judge what is queued, then stop."""
-        self.queue.put(None)
-        self.thread.join(timeout)
-
-
-class Proxy:
-    """The ASGI app: forwarding, the copies for the judge, the live verdict."""
-
-    def __init__(
-        self,
-        upstream: str,
-        judge: TrafficJudge,
-        *,
-        sample: float = 1.0,
-        max_body_bytes: int = MAX_BODY_BYTES,
-        queue_size: int = QUEUE,
-        max_held: int = MAX_HELD,
-        read_timeout: float | None = 600.0,
-    ) -> None:
-        self.upstream = upstream.rstrip("/")
-        self.judge = judge
-        self.judging = Judging(judge, queue_size, max_held)
-        self.sample = sample
-        self.max_body_bytes = max_body_bytes
-        self.wanted = operation_of(judge.spec)
-        self.timeout = httpx.Timeout(30.0, read=read_timeout)
-        self._count = 0
-        self._client: httpx.AsyncClient | None = None
-        routes = [
-            Route(LIVE + "/", self.page),
-            Route(LIVE, self.page),
-            Route(LIVE + "/verdict.json", self.verdict),
-            Route(
-                "/{path:path}",
-                self.forward,
-                methods=METHODS,
-            ),
-        ]
-        self.app = Starlette(routes=routes, lifespan=self._lifespan)
-
-    @contextlib.asynccontextmanager
-    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=1000)
-        async with httpx.AsyncClient(timeout=self.timeout, limits=limits) as client:
-            self._client = client
-            yield
-        self._client = None
-
-    def _sampled(self) -> int | None:
-        """The number of this request of the operation when it is judged (exactly
-        ``sample`` of them are), else None."""
-        self._count += 1
-        n = self._count
-        return n if math.floor(n * self.sample) > math.floor((n - 1) * self.sample) else None
-
-    async def forward(self, request: Request) -> Response:
-        assert self._client is not None
-        body = await request.body()
-        query = f"?{request.url.query}" if request.url.query else ""
-        url = self.upstream + request.url.path + query
-        dropped = HOP_BY_HOP | {"host", "content-length"}
-        sent = [
-            (k.decode("latin-1"), v.decode("latin-1"))
-            for k, v in request.headers.raw
-            if k.lower().decode("latin-1") not in dropped
-        ]
-        wanted = self.wanted(request.method, url)
-        n = self._sampled() if wanted else None
-        if n is None:
-            self.judge.note_seen()
-            self.judge.note_unjudged("sampled out" if wanted else "a request to another operation")
-        outgoing = self._client.build_request(request.method, url, headers=sent, content=body)
-        given = {k.lower() for k, _ in sent}
-        for name in HTTPX_DEFAULTS:
-            if name not in given:
-                del outgoing.headers[name]
-        seen = Seen(f"proxy exchange {n}", request.method, url, tuple(sent), body, None)
-        started, start = time.time(), time.perf_counter()
-        try:
-            answer = await self._client.send(outgoing, stream=True)
-        except httpx.HTTPError as exc:
-            why = f"the upstream gave no answer: {type(exc).__name__}: {exc}"
-            if n is not None:
-                elapsed = time.perf_counter() - start
-                self.judging.offer(
-                    replace(seen, transport_error=why, started=started, elapsed=elapsed), 0
-                )
-            return PlainTextResponse(f"{PROG}: {why}\n", status_code=502)
-        headers = [
-            (k, v) for k, v in answer.headers.raw if k.lower().decode("latin-1") not in HOP_BY_HOP
-        ]
-        if n is None:
-            relay = self._relay(answer)
-        else:
-            ttfb = time.perf_counter() - start
-            shown = tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in headers)
-            seen = replace(
-                seen, status=answer.status_code, headers=shown, started=started, ttfb=ttfb
-            )
-            relay = self._recorded(answer, start, seen)
-        response = StreamingResponse(relay, status_code=answer.status_code)
-        response.raw_headers = headers
-        return response
-
-    async def _relay(self, answer: httpx.Response) -> AsyncIterator[bytes]:
-        try:
-            async for chunk in answer.aiter_raw():
-                yield chunk
-        finally:
-            await answer.aclose()
-
-    async def _recorded(
-        self, answer: httpx.Response, start: float, seen: Seen
-    ) -> AsyncIterator[bytes]:
-        """Relay the answer read by read, keeping a copy (and when each read came) for the
-        judge, handed over once the answer is complete."""
-        writes: list[bytes] = []
-        times: list[float] = []
-        size, error, complete, dropped = 0, None, False, ""
-        try:
-            async for chunk in answer.aiter_raw():
-                if not dropped:
-                    if size + len(chunk) > self.max_body_bytes:
-                        dropped = f"answer larger than {self.max_body_bytes} bytes"
-                    elif not self.judging.reserve(len(chunk)):
-                        dropped = "the judge's memory budget was spent (--max-held-bytes)"
-                    else:
-                        writes.append(chunk)
-                        times.append(time.perf_counter() - start)
-                        size += len(chunk)
-                yield chunk
-            complete = True
-        except httpx.HTTPError as exc:
-            error = f"the upstream broke off the answer: {type(exc).__name__}: {exc}"
-            raise  # the client must see the answer cut too, not a short complete one
-        finally:
-            await answer.aclose()
-            if not dropped and not complete and not error:
-                dropped = "the client closed the connection before the answer ended"
-            if dropped:
-                self.judging.release(size)
-                self.judge.note_seen()
-                self.judge.note_unjudged(dropped)
-            else:
-                elapsed = time.perf_counter() - start
-                self.judging.offer(_complete(seen, writes, times, elapsed, error), size)
-
-    async def page(self, request: Request) -> Response:
-        from reports.traffic import render_traffic
-
-        data = await asyncio.to_thread(lambda: self.judge.snapshot().to_json())
-        return HTMLResponse(render_traffic(data, refresh=5))
-
-    async def verdict(self, request: Request) -> Response:
-        data = await asyncio.to_thread(lambda: self.judge.snapshot().to_json())
-        return JSONResponse(data)
-
-
-def _complete(
-    seen: Seen, writes: list[bytes], times: list[float], elapsed: float, error: str | None
-) -> Seen:
-    return replace(
-        seen,
-        body=b"".join(writes),
-        writes=tuple(writes),
-        times=tuple(times),
-        elapsed=elapsed,
-        transport_error=error,
-    )
-
-
 class ProxyServer:
-    """The proxy served by uvicorn on ``host``:``port`` (0: a free one) in a thread of its
-    own; ``start()`` returns its URL once it serves, ``stop()`` ends it and the judging."""
+    """The proxy: the forwarding process on ``host``:``port`` (0: a free port), and here
+    the judge, its worker thread and the live verdict's server. ``start()`` returns the
+    proxy's URL once it serves; ``stop()`` ends forwarding, judges what is left and
+    returns the final verdict."""
 
     def __init__(
         self,
@@ -348,75 +110,137 @@ class ProxyServer:
         sample: float = 1.0,
         har: Path | None = None,
         max_body_bytes: int = MAX_BODY_BYTES,
-        queue_size: int = QUEUE,
         max_held: int = MAX_HELD,
+        queue_size: int = QUEUE,
     ) -> None:
         self.judge = TrafficJudge(spec, target=upstream)
         self.har = HarWriter(har) if har is not None else None
         if self.har is not None:
             self.judge.listeners.append(self.har.add)
-        self.proxy = Proxy(
-            upstream,
-            self.judge,
-            sample=sample,
-            max_body_bytes=max_body_bytes,
-            queue_size=queue_size,
-            max_held=max_held,
+        self.plan = Plan(
+            upstream, "", spec.operation_path, host, port, sample, max_body_bytes, max_held
         )
-        self.host, self.port = host, port
+        self._ctx = multiprocessing.get_context("spawn")
+        self.shared = Shared(self._ctx)
+        self._outbox: Any = self._ctx.Queue(maxsize=queue_size)
+        self._taken = 0
+        self._worker = threading.Thread(target=self._judge, name="conformance-judge", daemon=True)
+        self._process: Any = None
+        self._live: uvicorn.Server | None = None
         self.url = ""
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._switch = sys.getswitchinterval()
 
-    def start(self) -> str:
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        # IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that say they are TCP.
-        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
+    # -- the judge ---------------------------------------------------------------------------
+
+    def _judge(self) -> None:
+        # The judge yields the CPU to the forwarding process when both want it.
+        with contextlib.suppress(AttributeError, OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        while (item := self._outbox.get()) is not None:
+            fields, held = item
+            writes = fields.get("writes", ())
+            seen = Seen(**fields, body=b"".join(writes))
+            self.judge.take(seen)  # never raises: a failure is noted as a suite error
+            self.shared.release(held)
+            self._taken += 1
+
+    def drain(self, timeout: float = 60.0) -> None:
+        """Wait until every exchange the forwarding process handed over is judged."""
+        deadline = time.monotonic() + timeout
+        while self._taken < self.shared.offered.value and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    def snapshot(self) -> Snapshot:
+        """The verdict now, with what the forwarding process passed without judging."""
+        return self.judge.snapshot(elsewhere=self.shared.counts())
+
+    # -- the live verdict ---------------------------------------------------------------------
+
+    def _live_app(self) -> Starlette:
+        async def page(request: Request) -> Response:
+            from reports.traffic import render_traffic
+
+            data = await asyncio.to_thread(lambda: self.snapshot().to_json())
+            return HTMLResponse(render_traffic(data, refresh=5))
+
+        async def verdict(request: Request) -> Response:
+            return JSONResponse(await asyncio.to_thread(lambda: self.snapshot().to_json()))
+
+        routes = [
+            Route(LIVE + "/", page),
+            Route(LIVE, page),
+            Route(LIVE + "/verdict.json", verdict),
+        ]
+        return Starlette(routes=routes)
+
+    def _start_live(self) -> str:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.bind(("127.0.0.1", 0))
         config = uvicorn.Config(
-            self.proxy.app,
+            self._live_app(),
             log_level="warning",
             access_log=False,
             log_config=None,
-            lifespan="on",
-            timeout_graceful_shutdown=5,
-            backlog=4096,
-            # The upstream's own Server and Date headers are the ones forwarded.
-            server_header=False,
-            date_header=False,
+            lifespan="off",
+            timeout_graceful_shutdown=1,
         )
         server = uvicorn.Server(config)
-        # uvicorn takes no signals outside the main thread: they stay main()'s.
-        sys.setswitchinterval(SWITCH_INTERVAL)
         thread = threading.Thread(
-            target=server.run, kwargs={"sockets": [sock]}, name="conformance-proxy", daemon=True
+            target=server.run, kwargs={"sockets": [sock]}, name="conformance-live", daemon=True
         )
         thread.start()
         deadline = time.monotonic() + 10
         while not server.started:
             if not thread.is_alive() or time.monotonic() > deadline:
-                server.should_exit = True
-                raise RuntimeError("the proxy did not start")
+                raise RuntimeError("the live verdict's server did not start")
             time.sleep(0.005)
-        self._server, self._thread = server, thread
-        port = sock.getsockname()[1]
-        host = f"[{self.host}]" if family == socket.AF_INET6 else self.host
-        self.url = f"http://{host}:{port}"
+        self._live = server
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+    # -- the forwarding process ------------------------------------------------------------------
+
+    def start(self) -> str:
+        """Start judging, the live server and the forwarding process; the proxy's URL."""
+        self._worker.start()
+        plan = Plan(**{**_fields(self.plan), "live": self._start_live()})
+        receive, send = self._ctx.Pipe(duplex=False)
+        self._process = self._ctx.Process(
+            target=forward.run,
+            args=(plan, self.shared, self._outbox, send),
+            name="conformance-forward",
+            daemon=True,
+        )
+        self._process.start()
+        send.close()
+        if not receive.poll(START_TIMEOUT):
+            self.stop()
+            raise RuntimeError("the forwarding process did not start")
+        kind, value = receive.recv()
+        if kind != "ready":
+            self.stop()
+            raise RuntimeError(value)
+        self.url = value
         return self.url
 
     def stop(self) -> Snapshot:
-        """Stop serving, judge what is queued, close the HAR; the final verdict."""
-        if self._server is not None and self._thread is not None:
-            self._server.should_exit = True
-            self._thread.join(15)
-            self._server = self._thread = None
-        self.proxy.judging.stop()
+        """Stop forwarding (in-flight answers end first), judge what is left, close the
+        HAR; the final verdict."""
+        process, self._process = self._process, None
+        if process is not None and process.is_alive():
+            process.terminate()  # SIGTERM: uvicorn's graceful shutdown
+            process.join(15)
+            if process.is_alive():
+                process.kill()
+                process.join(5)
+        if self._worker.is_alive():
+            self.drain()
+            self._outbox.put(None)
+            self._worker.join(30)
+        if self._live is not None:
+            self._live.should_exit = True
+            self._live = None
         if self.har is not None:
             self.har.close()
-        sys.setswitchinterval(self._switch)
-        return self.judge.snapshot()
+        return self.snapshot()
 
     def __enter__(self) -> ProxyServer:
         self.start()
@@ -424,6 +248,10 @@ class ProxyServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _fields(plan: Plan) -> dict[str, Any]:
+    return {name: getattr(plan, name) for name in Plan.__slots__}
 
 
 def parser() -> argparse.ArgumentParser:

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from conformance.case import Auth, Case
 from conformance.checks.defaults import DEFAULT_MAX_TOKENS_TAG
 from conformance.client import REDACTED, scrub
-from conformance.exchange import Exchange
+from conformance.exchange import HOP_BY_HOP, Exchange
 from conformance.judging.wire import exchange_from_transcript, exchange_from_wire
 from conformance.spec import Spec
 
@@ -44,19 +44,6 @@ SHOWN = frozenset(
 SHOWN_PREFIXES = ("x-conformance-", "x-stainless-")
 #: Authorization schemes: the word alone holds no secret (a bare key would).
 SCHEMES = frozenset({"bearer", "basic", "digest"})
-#: Headers that describe one hop, not the exchange (RFC 9110 §7.6.1), and HTTP/2's
-#: pseudo-headers as devtools export them.
-HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-    }
-)
 
 
 #: HAR custom fields (HAR 1.2 allows names starting with "_") this proxy writes: the

@@ -21,7 +21,7 @@ import secrets
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -245,15 +245,18 @@ class TrafficJudge:
 
     # -- what goes out ------------------------------------------------------------------
 
-    def snapshot(self) -> Snapshot:
-        """The verdict now: copies of the Results, attributed and decided."""
+    def snapshot(self, elsewhere: Mapping[str, int] | None = None) -> Snapshot:
+        """The verdict now: copies of the Results, attributed and decided. ``elsewhere``:
+        exchanges passed without ever reaching this judge, by why (the proxy's forwarding
+        process counts those it did not copy)."""
         with self._lock:
             copies = {m: Results.from_json(r.to_json()) for m, r in sorted(self._models.items())}
             errors, bad = tuple(self.errors), list(self.bad_entries)
+            unjudged = self.unjudged + Counter(elsewhere or {})
             counts = {
-                "seen": self.seen,
+                "seen": self.seen + sum((elsewhere or {}).values()),
                 "judged": self.judged,
-                "unjudged": dict(self.unjudged),
+                "unjudged": dict(unjudged),
             }
         overall = Results.for_requirements(self.requirements)
         for results in copies.values():

@@ -108,7 +108,7 @@ def test_the_sdk_gets_byte_identical_answers_through_the_proxy(deterministic: No
         direct = sdk_calls(ref.url)
         with ProxyServer(ref.url, load_spec("aihubmix")) as proxy:
             proxied = sdk_calls(proxy.url)
-            proxy.proxy.judging.drain()
+            proxy.drain()
             verdict = httpx.get(proxy.url + LIVE + "/verdict.json").json()
     assert [a[0] for a in proxied] == [200, 200, 400]
     for (status, headers, raw, seen), (status2, headers2, raw2, seen2) in zip(
@@ -133,7 +133,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         url = proxy.start()
         setup = Setup(settings=Settings(max_examples=3, concurrency=8), target_url=url, api_key=KEY)
         outcome = run_suite(setup)
-        proxy.proxy.judging.drain()
+        proxy.drain()
         live = httpx.get(url + LIVE + "/verdict.json").json()
         page = httpx.get(url + LIVE + "/").text
         snapshot = proxy.stop()
@@ -223,7 +223,7 @@ def test_a_broken_judge_leaves_the_traffic_flowing(monkeypatch: pytest.MonkeyPat
             proxy.url + "/v1/completions", json=body, headers={"Authorization": f"Bearer {KEY}"}
         )
         assert answer.status_code == 200 and answer.text.endswith("data: [DONE]\n\n")
-        proxy.proxy.judging.drain()
+        proxy.drain()
         verdict = httpx.get(proxy.url + LIVE + "/verdict.json").json()
     assert verdict["verdict"] == "error"
     assert verdict["traffic"]["errors"] == [
@@ -312,9 +312,8 @@ def test_the_copies_for_the_judge_stay_within_their_budget() -> None:
             httpx.post(proxy.url + "/v1/completions", json=small, headers=headers).status_code
             == 200
         )
-        proxy.proxy.judging.drain()
-        judging = proxy.proxy.judging
-        assert judging.held == 0 and 0 < judging.peak_held <= 600
+        proxy.drain()
+        assert proxy.shared.held.value == 0 and 0 < proxy.shared.peak.value <= 600
         snapshot = proxy.stop()
     traffic = snapshot.overall.meta["traffic"]
     assert traffic["judged"] == 1

@@ -78,7 +78,7 @@ def through_proxy(
         settings = Settings(max_examples=3, concurrency=8)
         run = Setup(settings=settings, spec=flavor, target_url=proxy.url, api_key=KEY, **setup)
         outcome = run_suite(run, scenarios=[BY_NAME[n] for n in names])
-        proxy.proxy.judging.drain()
+        proxy.drain()
         live = httpx.get(proxy.url + LIVE + "/verdict.json").json()
     return {rid for rid, t in outcome.results.tallies.items() if t.failed}, live
 
