@@ -77,19 +77,40 @@ class Process:
                 break
         raise RuntimeError(f"did not start: {' '.join(self.cmd)}")
 
-    def status(self, key: str) -> int:
-        """A /proc/PID/status figure in kB (VmRSS, VmHWM)."""
+    def pids(self) -> dict[str, int]:
+        """The proxy's processes by role: this one (``judge``: the judge, the live verdict,
+        the reports) and its children (``forward``: the forwarding process; the resource
+        tracker that multiprocessing starts for the shared counters)."""
         assert self.proc is not None
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-        raise KeyError(key)
+        out = {"judge": self.proc.pid}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                if int(fields[1]) != self.proc.pid:
+                    continue
+                cmdline = (stat.parent / "cmdline").read_bytes().decode(errors="replace")
+            except (OSError, IndexError, ValueError):
+                continue
+            role = "tracker" if "resource_tracker" in cmdline else "forward"
+            out[role] = int(stat.parent.name)
+        return out
 
-    def cpu(self) -> float:
-        """User + system CPU seconds of the process so far."""
-        assert self.proc is not None
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    def status(self, key: str) -> dict[str, int]:
+        """A /proc/PID/status figure in kB (VmRSS, VmHWM) of each of the proxy's processes."""
+        out = {}
+        for role, pid in self.pids().items():
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith(key + ":"):
+                    out[role] = int(line.split()[1])
+        return out
+
+    def cpu(self) -> dict[str, float]:
+        """User + system CPU seconds so far of each of the proxy's processes."""
+        out = {}
+        for role, pid in self.pids().items():
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            out[role] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return out
 
     def stop(self) -> str:
         proc, self.proc = self.proc, None
@@ -192,25 +213,30 @@ def latency(urls: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
 
 async def many_streams(
     url: str, total: int, concurrency: int, chunks: int, interval: float
-) -> float:
-    """Wall seconds for ``total`` streams, ``concurrency`` at once."""
+) -> tuple[float, list[str]]:
+    """Wall seconds for ``total`` streams, ``concurrency`` at once, and the errors seen
+    (a stream that failed is not retried)."""
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=concurrency)
     left = total
+    errors: list[str] = []
 
     async def worker(client: httpx.AsyncClient) -> None:
         nonlocal left
         while left > 0:
             left -= 1
-            async with client.stream(
-                "POST", url + "/v1/completions", json=body(chunks), headers=headers(interval)
-            ) as r:
-                async for _ in r.aiter_raw():
-                    pass
+            try:
+                async with client.stream(
+                    "POST", url + "/v1/completions", json=body(chunks), headers=headers(interval)
+                ) as r:
+                    async for _ in r.aiter_raw():
+                        pass
+            except httpx.HTTPError as exc:
+                errors.append(f"{type(exc).__name__}: {exc}")
 
     async with httpx.AsyncClient(timeout=300, limits=limits) as client:
         start = time.perf_counter()
         await asyncio.gather(*(worker(client) for _ in range(concurrency)))
-        return time.perf_counter() - start
+        return time.perf_counter() - start, errors
 
 
 def throughput(
@@ -218,17 +244,21 @@ def throughput(
 ) -> dict[str, Any]:
     names = list(urls)
     walls: dict[str, list[float]] = {n: [] for n in names}
-    cpus: dict[str, list[float]] = {n: [] for n in names if n in procs}
+    errors: dict[str, list[str]] = {n: [] for n in names}
+    cpus: dict[str, dict[str, list[float]]] = {n: {} for n in names if n in procs}
     for run in range(args.runs):
         for name in names[run % len(names) :] + names[: run % len(names)]:
-            before = procs[name].cpu() if name in procs else 0.0
-            walls[name].append(
-                asyncio.run(
-                    many_streams(urls[name], args.streams, args.concurrency, args.tp_chunks, 0.0)
-                )
+            before = procs[name].cpu() if name in procs else {}
+            wall, failed = asyncio.run(
+                many_streams(urls[name], args.streams, args.concurrency, args.tp_chunks, 0.0)
             )
+            walls[name].append(wall)
+            errors[name] += failed
             if name in procs:
-                cpus[name].append((procs[name].cpu() - before) / args.streams * 1000)
+                settled(urls[name])  # the judge's CPU for these streams, not the next ones
+                for role, seconds in procs[name].cpu().items():
+                    spent = (seconds - before.get(role, 0.0)) / args.streams * 1000
+                    cpus[name].setdefault(role, []).append(spent)
     out = {}
     for name in names:
         wall = bench.summary(walls[name])
@@ -236,41 +266,60 @@ def throughput(
             "wall_s": wall,
             "streams_per_s": args.streams / wall["median"],
             "chunks_per_s": args.streams * args.tp_chunks / wall["median"],
+            "failed_streams": len(errors[name]),
+            "errors": sorted(set(errors[name]))[:5],
         }
         if name in cpus:
-            out[name]["proxy_cpu_s_per_1000_streams"] = bench.summary(cpus[name])
+            out[name]["cpu_s_per_1000_streams"] = {
+                r: bench.summary(v) for r, v in cpus[name].items()
+            }
     return out
+
+
+def settled(url: str, quiet: float = 2.0, timeout: float = 600.0) -> int:
+    """Wait until the proxy's judge has judged nothing new for ``quiet`` s; its count."""
+    last, since, deadline = -1, time.monotonic(), time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        judged = int(
+            httpx.get(url + "/_conformance/verdict.json", timeout=60).json()["traffic"]["judged"]
+        )
+        if judged != last:
+            last, since = judged, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            break
+        time.sleep(0.5)
+    return last
 
 
 # -- memory ----------------------------------------------------------------------------------
 
 
 def memory(target: str, args: argparse.Namespace, report_dir: Path) -> dict[str, Any]:
-    proc = proxy(target, report_dir)
+    proc = proxy(target, report_dir, "--max-held-bytes", str(args.max_held))
     url = proc.start()
     try:
         asyncio.run(many_streams(url, 5, 5, 5, 0.0))  # warm-up
         before = proc.status("VmRSS")
-        peak_seen = before
-        task_done = False
+        peak: dict[str, int] = dict(before)
+        done = False
 
         async def watch() -> None:
-            nonlocal peak_seen
-            while not task_done:
-                peak_seen = max(peak_seen, proc.status("VmRSS"))
+            while not done:
+                for role, kb in proc.status("VmRSS").items():
+                    peak[role] = max(peak.get(role, 0), kb)
                 await asyncio.sleep(0.5)
 
-        async def both() -> float:
-            nonlocal task_done
+        async def both() -> tuple[float, list[str]]:
+            nonlocal done
             watcher = asyncio.create_task(watch())
-            wall = await many_streams(
+            result = await many_streams(
                 url, args.long, args.long, args.long_chunks, args.long_interval
             )
-            task_done = True
+            done = True
             await watcher
-            return wall
+            return result
 
-        wall = asyncio.run(both())
+        wall, errors = asyncio.run(both())
         hwm = proc.status("VmHWM")
     finally:
         proc.stop()
@@ -279,10 +328,13 @@ def memory(target: str, args: argparse.Namespace, report_dir: Path) -> dict[str,
         "streams": args.long,
         "chunks_each": args.long_chunks,
         "interval_s": args.long_interval,
+        "max_held_bytes": args.max_held,
         "wall_s": wall,
-        "rss_before_mb": before / 1024,
-        "rss_peak_sampled_mb": peak_seen / 1024,
-        "vmhwm_mb": hwm / 1024,
+        "failed_streams": len(errors),
+        "errors": sorted(set(errors))[:5],
+        "rss_before_mb": {r: kb / 1024 for r, kb in before.items()},
+        "rss_peak_sampled_mb": {r: kb / 1024 for r, kb in peak.items()},
+        "vmhwm_mb": {r: kb / 1024 for r, kb in hwm.items()},
         "judged": verdict["traffic"]["judged"],
         "unjudged": verdict["traffic"]["unjudged"],
     }
@@ -301,6 +353,7 @@ def main() -> None:
     ap.add_argument("--long", type=int, default=1000)
     ap.add_argument("--long-chunks", type=int, default=30)
     ap.add_argument("--long-interval", type=float, default=1.0)
+    ap.add_argument("--max-held", type=int, default=256 * 1024 * 1024)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     result: dict[str, Any] = {
