@@ -104,12 +104,12 @@ __all__ = ["__version__", "judge", *_EXPORTS]
 
 def judge(spec: Spec, exchange: Exchange, related: tuple[Exchange, ...] = ()) -> list[Finding]:
     """Judge one (recorded) exchange by every registered requirement that applies,
-    the provider's own (``requirement``) included."""
-    from conformance.requirements import REGISTRY, load_checks
-    from conformance.results import evaluate
+    the provider's own (``requirement``) included, as a run judges it: a 429 by the
+    rate-limit requirements alone, and one defect, one finding (a failure resting on a
+    witness this exchange shows wrong is withheld: conformance.attribution)."""
+    from conformance.judging.judge import judge_alone
 
-    load_checks()
-    return evaluate(list(REGISTRY.values()), spec, exchange, related)
+    return judge_alone(spec, exchange, related)
 
 
 def __getattr__(name: str) -> object:

@@ -1,7 +1,7 @@
 """``completions-conformance``: the suite's own command line, with pytest behind it.
 
     completions-conformance [run] [OPTIONS] [-- PYTEST-OPTIONS]
-    completions-conformance serve|merge|compare|gate ...
+    completions-conformance serve|merge|compare|gate|judge|proxy ...
 
 ``run`` (the default) is ``pytest --pyargs conformance`` with the given options: the same
 options, behaviour and exit codes as ``pytest conformance`` in a checkout. Its ``--help``
@@ -120,7 +120,7 @@ def help_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         usage=f"{PROG} [run] [OPTIONS] [-- PYTEST-OPTIONS]\n"
-        f"       {PROG} serve|merge|compare|gate [--help] ...",
+        f"       {PROG} serve|merge|compare|gate|judge|proxy [--help] ...",
         description="Test an OpenAI-compatible POST /v1/completions API against its OpenAPI\n"
         "document; write junit.xml, report.html, results.json and summary.md; exit with\n"
         "the verdict. Without --target-url it tests the embedded reference target.",
@@ -165,6 +165,10 @@ other jobs:
       compare runs against several targets side by side (conformance-compare)
   {PROG} gate [--shards N] [--baseline FILE] OPTIONS...
       a CI gate: shards at once, merged, summary to $GITHUB_STEP_SUMMARY (the Action)
+  {PROG} judge FILE... [--spec NAME|PATH] [--report-dir DIR]
+      judge recorded traffic: HAR (devtools, mitmproxy), transcripts, JSONL
+  {PROG} proxy --upstream URL [--listen HOST:PORT] [--sample RATE] [--har FILE]
+      a reverse proxy that judges the live traffic; verdict at /_conformance/
 
 The reports (default reports/out/) say what failed, what was not tested and why.
 """
@@ -213,12 +217,26 @@ def _gate(args: list[str]) -> int:
     return main(args)
 
 
+def _judge(args: list[str]) -> int:
+    from conformance.traffic_cli import main
+
+    return main(args)
+
+
+def _proxy(args: list[str]) -> int:
+    from conformance.proxy import main
+
+    return main(args)
+
+
 SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
     "run": run,
     "serve": _serve,
     "merge": _merge,
     "compare": _compare,
     "gate": _gate,
+    "judge": _judge,
+    "proxy": _proxy,
 }
 
 

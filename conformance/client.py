@@ -320,20 +320,7 @@ class Client:
         Done here, for every sender, because the key is only known here; whatever the
         target sent and whatever a sender made of it (errors, the SDK's view) is covered.
         """
-        for secret in self._secrets:
-            text = secret.decode()
-            if secret in exchange.body:
-                exchange.body = exchange.body.replace(secret, REDACTED.encode())
-            if any(text in v for _, v in exchange.headers.items):
-                exchange.headers = Headers(
-                    [(k, v.replace(text, REDACTED)) for k, v in exchange.headers.items]
-                )
-            if exchange.events and any(text in ev.data for ev in exchange.events):
-                exchange.events = [
-                    replace(ev, data=ev.data.replace(text, REDACTED)) for ev in exchange.events
-                ]
-            for name in ("transport_error", "stream_error", "sdk", "notes"):
-                setattr(exchange, name, _without(getattr(exchange, name), text))
+        scrub(exchange, self._secrets)
 
     def _read_body(self, response: httpx.Response, exchange: Exchange, start: float) -> None:
         is_sse = exchange.media_type == "text/event-stream"
@@ -536,6 +523,25 @@ def retry_after(exchange: Exchange) -> float | None:
     if when.tzinfo is None:
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def scrub(exchange: Exchange, secrets: Iterable[bytes]) -> None:
+    """Replace each secret (the key, a header value) wherever the answer shows it: body,
+    headers, events, and what a sender noted of it (errors, the SDK's view)."""
+    for secret in secrets:
+        text = secret.decode("utf-8", "replace")
+        if secret in exchange.body:
+            exchange.body = exchange.body.replace(secret, REDACTED.encode())
+        if any(text in v for _, v in exchange.headers.items):
+            exchange.headers = Headers(
+                [(k, v.replace(text, REDACTED)) for k, v in exchange.headers.items]
+            )
+        if exchange.events and any(text in ev.data for ev in exchange.events):
+            exchange.events = [
+                replace(ev, data=ev.data.replace(text, REDACTED)) for ev in exchange.events
+            ]
+        for name in ("transport_error", "stream_error", "sdk", "notes"):
+            setattr(exchange, name, _without(getattr(exchange, name), text))
 
 
 def _without(value: Any, secret: str) -> Any:

@@ -26,11 +26,12 @@ from conformance.events import Emitter, ExchangeJudged, ScenarioFinished
 from conformance.exceptions import ConformanceError
 from conformance.exchange import Exchange
 from conformance.health import DOWN_NOTE, Health
+from conformance.judging.judge import judge_into
 from conformance.judging.record import RunRecord, ScenarioRun, SkipCause
 from conformance.judging.verdict import applicability, deciding_levels
 from conformance.latency import stream_latency
 from conformance.requirements import REGISTRY, Requirement, load_checks
-from conformance.results import OBSERVED, Finding, Results, evaluate, tokens_used
+from conformance.results import OBSERVED, Finding, Results, tokens_used
 from conformance.schedule import Slots
 from conformance.spec import Spec
 
@@ -462,12 +463,10 @@ class ItemRun:
         return exchange
 
     def judge(self, exchange: Exchange, related: tuple[Exchange, ...] = ()) -> list[Finding]:
-        findings = evaluate(self.run.requirements, self.spec, exchange, related)
-        self.results.record(exchange, findings)
+        findings = judge_into(self.results, self.run.requirements, self.spec, exchange, related)
         failed = tuple(f.requirement for f in findings if f.outcome == "failed")
         label = exchange.case.label or exchange.case.mode
         self.run.emit(ExchangeJudged(label, exchange.status, failed))
-        self._observe(exchange)
         latency = stream_latency(exchange)
         if latency is not None:
             self.results.latency.append(latency)
@@ -484,29 +483,17 @@ class ItemRun:
         if down is None:
             return
         judges = [r for r in self.run.requirements if r.id in LIVENESS_REQUIREMENTS]
-        findings = evaluate(judges, self.spec, down.probe, down.related)
-        self.results.record(down.probe, findings)
-        self._observe(down.probe)
+        findings = judge_into(self.results, judges, self.spec, down.probe, down.related)
         self.failures += [(f, down.probe) for f in findings if f.outcome == "failed"]
 
     def judge_rate_limit(self, exchange: Exchange) -> None:
         """Judge a 429 answer by the rate-limit requirements alone, and count its status.
 
         Its request is counted on the exchange that was finally judged (as a retry), so
-        it is recorded without spending."""
-        from conformance.checks.ratelimit import RATE_LIMIT_REQUIREMENTS
-
-        judges = [r for r in self.run.requirements if r.id in RATE_LIMIT_REQUIREMENTS]
-        findings = evaluate(judges, self.spec, exchange)
-        self.results.record(exchange, findings, spend=False)
-        self._observe(exchange)
+        it is recorded without spending (judge_into judges a 429 by the rate-limit
+        requirements alone)."""
+        findings = judge_into(self.results, self.run.requirements, self.spec, exchange, spend=False)
         self.failures += [(f, exchange) for f in findings if f.outcome == "failed"]
-
-    def _observe(self, exchange: Exchange) -> None:
-        """Count the answer's status code (Results.meta["observed_statuses"])."""
-        if exchange.status is not None:
-            observed = self.results.meta.setdefault(OBSERVED, {})
-            observed[str(exchange.status)] = observed.get(str(exchange.status), 0) + 1
 
     def skipped(self, exc: ScenarioSkipped) -> None:
         """Note that the scenario was skipped, why, and which requirements it leaves unjudged."""

@@ -11,6 +11,20 @@ from conformance.case import Case
 
 T = TypeVar("T")
 
+#: Headers that describe one hop, not the exchange (RFC 9110 §7.6.1): a proxy neither
+#: forwards them nor shows them as the exchange's.
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+
 
 def _no_constant(name: str) -> Any:
     # Python's json accepts NaN, Infinity and -Infinity; JSON (RFC 8259) does not, and

@@ -31,6 +31,9 @@ LAYERS = {
     "conformance.terminal": 3,
     "conformance.cli": 3,
     "conformance.gate": 3,  # the CI gate (GitHub Action): shards, merge, job summary
+    "conformance.traffic_cli": 3,  # judge FILE...: reads traffic, writes the reports
+    "conformance.proxy": 3,  # the judging reverse proxy: judges, serves, writes the reports
+    "conformance.forward": 3,  # the proxy's forwarding process
     "conformance.__main__": 3,
     "conformance.test_": 3,  # the pytest suite
     "reports": 3,

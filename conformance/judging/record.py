@@ -25,6 +25,9 @@ class SkipCause(StrEnum):
     UNAVAILABLE = "unavailable"  # the suite lacks what it needs (a generator, the SDK, a key)
     TARGET = "target"  # the target's answers left nothing to probe
     RATE_LIMITED = "rate-limited"  # the target kept answering 429
+    # Judged traffic (completions-conformance judge, proxy) holds no exchange that can show
+    # it: it needs a request only the suite sends (a probe, a twin) or the SDK's view.
+    NOT_OBSERVABLE = "not-observable"
 
 
 #: The only reasons a scenario may go unrun in a run that passes.

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from conformance.judging.record import RunRecord, SkipCause, scenario_names
+from conformance.judging.record import RunRecord, ScenarioRun, SkipCause, scenario_names
 from conformance.requirements import REGISTRY, Level, load_checks
 
 if TYPE_CHECKING:
@@ -112,11 +112,11 @@ def coverage(results: Results, record: RunRecord) -> Coverage:
     """Where each applicable MUST requirement ended, when it ended neither passed nor failed."""
     # Per requirement, the skip that left it unjudged; one a pass cannot excuse wins, so the
     # order the items were played in (or the shards merged in) never matters.
-    skipped: dict[str, tuple[bool, str]] = {}
+    skipped: dict[str, ScenarioRun] = {}
     for run in sorted(record.scenarios, key=lambda r: (r.excused, r.id, r.reason)):
         if run.cause is not None and run.unsent == 0:
             for rid in run.covers:
-                skipped.setdefault(rid, (run.excused, run.reason))
+                skipped.setdefault(rid, run)
     untested, not_applicable, deselected = [], [], []
     for rid in record.musts:
         if rid in record.deselected:
@@ -131,10 +131,12 @@ def coverage(results: Results, record: RunRecord) -> Coverage:
         elif tally is not None and tally.unsupported:
             why = f"the target declined the feature with a proper 4xx ({tally.unsupported}x)"
             not_applicable.append(Uncovered(rid, why))
-        elif rid in skipped and skipped[rid][0]:
-            not_applicable.append(Uncovered(rid, f"scenario skipped: {skipped[rid][1]}"))
+        elif rid in skipped and skipped[rid].excused:
+            not_applicable.append(Uncovered(rid, f"scenario skipped: {skipped[rid].reason}"))
+        elif rid in skipped and skipped[rid].cause == SkipCause.NOT_OBSERVABLE:
+            untested.append(Uncovered(rid, skipped[rid].reason))  # traffic says why itself
         elif rid in skipped:
-            untested.append(Uncovered(rid, f"scenario not run: {skipped[rid][1]}"))
+            untested.append(Uncovered(rid, f"scenario not run: {skipped[rid].reason}"))
         elif record.budget:
             untested.append(Uncovered(rid, f"not exercised before the {record.budget}"))
         else:
@@ -173,7 +175,12 @@ def _unrun_reasons(record: RunRecord) -> tuple[list[str], tuple[tuple[str, str, 
         )
     elif record.budget:
         reasons.append(f"the run was cut short: {record.budget}")
-    other = [s for s in unrun if s.cause != SkipCause.BUDGET]
+    unseen = sorted({rid for s in unrun if s.cause == SkipCause.NOT_OBSERVABLE for rid in s.covers})
+    if unseen:
+        reasons.append(
+            f"{len(unseen)} MUST requirement(s) not observable from traffic: {', '.join(unseen)}"
+        )
+    other = [s for s in unrun if s.cause not in (SkipCause.BUDGET, SkipCause.NOT_OBSERVABLE)]
     for s in other:
         reasons.append(f"scenario {s.id} not run ({s.cause}): {s.reason}")
     return reasons, listed

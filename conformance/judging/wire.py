@@ -22,6 +22,8 @@ from conformance.exchange import Exchange, Headers
 from conformance.sse import SSEParser
 
 PATH = "/v1/completions"
+#: The first bytes of every gzip stream (RFC 1952).
+GZIP_MAGIC = b"\x1f\x8b"
 LOCAL = "http://127.0.0.1"
 
 
@@ -47,6 +49,7 @@ def exchange_from_wire(
     body: bytes = b"",
     *,
     writes: Sequence[bytes] = (),
+    times: Sequence[float] = (),
     url: str = LOCAL + PATH,
     request_headers: Mapping[str, str] | None = None,
     transport_error: str | None = None,
@@ -55,8 +58,11 @@ def exchange_from_wire(
     """The Exchange the suite's client would have built from this answer.
 
     ``body`` is the response body as sent (still content-coded); ``writes``, when known,
-    the stream's TCP writes as the client read them (each fed to the SSE parser). ``status`` None: no
-    answer (``transport_error`` or ``bound`` says why).
+    the stream's TCP writes as the client read them (each fed to the SSE parser), and
+    ``times`` when each arrived (seconds since the request was sent; else 0, 1, 2...).
+    ``status`` None: no answer (``transport_error`` or ``bound`` says why). A body said to
+    be gzip that does not start as gzip does is kept as sent and flagged, as the client
+    does (``Exchange.false_encoding``).
     """
     raw = case.raw_body if case.raw_body is not None else json.dumps(case.body).encode()
     exchange = Exchange(
@@ -72,16 +78,24 @@ def exchange_from_wire(
     if status is None:
         return exchange
     coding = exchange.headers.get("content-encoding")
-    exchange.body = decode_content(body, coding)
+    if _gzip(coding) and body and not body.startswith(GZIP_MAGIC):
+        exchange.false_encoding = (coding or "").strip().lower()
+        exchange.body, writes = body, ()
+    else:
+        exchange.body = decode_content(body, coding)
     if exchange.media_type == "text/event-stream":
         parser = SSEParser()
         exchange.events = []
         for i, chunk in enumerate(list(writes) or [exchange.body]):
-            exchange.events.extend(parser.feed(chunk, float(i)))
+            exchange.events.extend(parser.feed(chunk, times[i] if i < len(times) else float(i)))
         if exchange.bound is None:
             exchange.stream_error = parser.close()
         exchange.invalid_utf8 = parser.invalid_utf8
     return exchange
+
+
+def _gzip(coding: str | None) -> bool:
+    return (coding or "").strip().lower() in ("gzip", "x-gzip")
 
 
 def case_from_transcript(data: Mapping[str, Any]) -> Case:

@@ -253,33 +253,23 @@ def to_exchange(data: dict[str, Any]) -> Exchange:
 
 def judge(data: dict[str, Any], spec: Any = None, *, where: Path | None = None) -> dict[str, str]:
     """Failed requirement ID -> the judge's message, for one transcript, by today's judge
-    (under ``spec``, else the document it names: ``where`` is its folder, see spec_of)."""
-    from conformance.attribution import attribute
+    (the judge core's own: conformance.judging.judge.judge_alone, attribution included),
+    under ``spec``, else the document it names (``where`` is its folder, see spec_of)."""
+    from conformance.judging.judge import judge_alone
     from conformance.requirements import REGISTRY, load_checks
-    from conformance.results import Results, evaluate
 
     load_checks()
     spec = spec if spec is not None else spec_of(data, where)
-    exchange = to_exchange(data)
-    findings = evaluate(list(REGISTRY.values()), spec, exchange)
     # A modelled exchange whose source shows no headers cannot witness header requirements.
     skip = unknowable(data)
-    findings = [f for f in findings if f.requirement not in skip]
+    judges = [r for r in REGISTRY.values() if r.id not in skip]
+    findings = judge_alone(spec, to_exchange(data), requirements=judges)
     # A check that crashed (outcome "error" once the reports slice adds it) is a suite
     # defect: never let it pass for "not failed".
     crashed = [f for f in findings if f.outcome == "error"]
     if crashed:
         raise RuntimeError(f"the check of {crashed[0].requirement} crashed: {crashed[0].message}")
-    # Judged as a run judges it: one defect, one finding (a witness this exchange shows
-    # wrong is no evidence for another requirement).
-    results = Results.for_requirements(list(REGISTRY.values()))
-    results.record(exchange, findings, spend=False)
-    attribute(results)
-    return {
-        f.requirement: f.message
-        for f in findings
-        if f.outcome == "failed" and results.tallies[f.requirement].failed
-    }
+    return {f.requirement: f.message for f in findings if f.outcome == "failed"}
 
 
 def load(path: Path) -> dict[str, Any]:
