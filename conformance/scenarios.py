@@ -13,6 +13,7 @@ function named ``test_<scenario name>``; ``engine.execute`` plays them without p
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -187,36 +188,57 @@ def _greedy(settings: Settings, prompt: str) -> dict[str, Any]:
 
 
 def _stop_probe(item: ItemRun, _: Any) -> None:
-    """Ask once at temperature 0, then again with a word of the first answer as stop."""
+    """Ask once at temperature 0, then again with stop sequences taken from the first
+    answer: one of its words, and a piece across a word boundary (the end of one word and
+    the start of the next), which spans two tokens on every tokenizer that splits at
+    whitespace: a server that matches stop sequences only inside one token misses it. Each
+    is sent streamed too; all go out at once: two latencies in a row, not three."""
     spec = item.spec
     body = _greedy(item.settings, "Count slowly from one to twenty:")
     first = item.send(case(spec, body, label="stop probe: first answer"))
-    text = first_text(first.json if first else None)
+    text = first_text(first.json if first else None) or ""
     # U+FFFD stands for bytes that are not UTF-8: no server can match it as a stop.
-    words = [w for w in re.findall(r"\S+", text or "") if "\ufffd" not in w]
+    words = [w for w in re.findall(r"\S+", text) if "\ufffd" not in w]
     if len(words) < 2:
         raise ScenarioSkipped(
             "the first answer has too few words to pick a stop sequence from",
             ("STOP-PROBE",),
             SkipCause.TARGET,
         )
-    stop = words[len(words) // 2]
+    picks = [(words[len(words) // 2], "")]
+    across = across_words(text)
+    if across is not None:
+        picks.append((across, " (across a word boundary)"))
     tags = frozenset({"probe:stop"})
-    second = case(spec, {**body, "stop": [stop]}, label=f"stop probe: stop={stop!r}", tags=tags)
-    # The same stop, streamed: a stream must honour stop sequences too. It needs only the
-    # first answer, so it goes out beside the second: two latencies in a row, not three.
-    label = f"stop probe, streamed: stop={stop!r}"
+    cases: list[tuple[Case, tuple[Exchange, ...]]] = []
     skipped: ScenarioSkipped | None = None
-    try:
-        streamed: Case | None = case(spec, {**second.body, "stream": True}, label=label)
-    except ScenarioSkipped as exc:
-        streamed, skipped = None, exc
-    sends = [item.dispatch(c) for c in (second, streamed) if c is not None]
-    item.receive(sends[0], related=(first,) if first else ())
-    if len(sends) > 1:
-        item.receive(sends[1])
+    for stop, how in picks:
+        second = case(
+            spec, {**body, "stop": [stop]}, label=f"stop probe: stop={stop!r}{how}", tags=tags
+        )
+        cases.append((second, (first,) if first else ()))
+        # The same stop, streamed: a stream must honour stop sequences too.
+        label = f"stop probe, streamed: stop={stop!r}{how}"
+        try:
+            cases.append((case(spec, {**second.body, "stream": True}, label=label), ()))
+        except ScenarioSkipped as exc:
+            skipped = exc
+    sends = [(item.dispatch(c), related) for c, related in cases]
+    for sent, related in sends:
+        item.receive(sent, related=related)
     if skipped is not None:
         raise skipped
+
+
+def across_words(text: str) -> str | None:
+    """Up to two characters before a whitespace run in ``text``, the run and up to two
+    after it, at the boundary nearest the middle; None without a boundary to take."""
+    pieces = [
+        text[max(a.start(), a.end() - 2) : min(b.end(), b.start() + 2)]
+        for a, b in itertools.pairwise(re.finditer(r"\S+", text))
+    ]
+    pieces = [p for p in pieces if "\ufffd" not in p]
+    return pieces[len(pieces) // 2] if pieces else None
 
 
 def first_text(body: object) -> str | None:

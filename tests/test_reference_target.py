@@ -809,6 +809,8 @@ def _is_envelope(response: Any) -> bool:
 
 
 STOP_WORD = fake.tokenize(LONG_TEXT)[3]
+#: The end of the third token and the start of the fourth: a stop across a token boundary.
+STOP_ACROSS = fake.tokenize(LONG_TEXT)[2][-2:] + fake.tokenize(LONG_TEXT)[3][:3]
 INCLUDE_USAGE = {"stream_options": {"include_usage": True}}
 
 #: fault -> detector of the violation it causes; True means "violation observed".
@@ -867,6 +869,10 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
     ),
     "stop-ignored": lambda p: (
         p.json(max_tokens=12, stop=[STOP_WORD])["choices"][0]["finish_reason"] != "stop"
+    ),
+    "stop-inside-one-token": lambda p: (
+        STOP_ACROSS in p.json(max_tokens=12, stop=[STOP_ACROSS])["choices"][0]["text"]
+        and p.json(max_tokens=12, stop=[STOP_WORD])["choices"][0]["finish_reason"] == "stop"
     ),
     "capability-500": lambda p: p.post(echo=True).status_code >= 500,
     "accepts-invalid": lambda p: (
