@@ -91,6 +91,8 @@ PROOFS: tuple[Proof, ...] = (
     _p("AUTH-REQUIRED", "auth-ignored"),
     _p("MODEL-NOT-FOUND", "unknown-model-200"),
     _p("MODEL-NOT-FOUND-404", "unknown-model-400"),
+    # The window /v1/models advertises (issue 25): a prompt over it served as vLLM does.
+    _p("CONTEXT-WINDOW-REJECTED", "context-window-ignored"),
     _p("USAGE-PROMPT-TOKENS", "usage-prompt-zero"),
     _p("USAGE-COMPLETION-TOKENS", "usage-completion-short"),
     # Attribution: the usage witness shown wrong is not evidence for (STREAM-)FINISH-LENGTH.
@@ -169,6 +171,12 @@ EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {
     ("choices-ignore-n", ()): {
         "aihubmix": _s("CHOICES-COUNT", "STREAM-INDEXES"),
         "nscale": _s("CHOICES-COUNT", "STREAM-INDEXES"),
+    },
+    # The prompt over the advertised window is a probe of its own (an invalid case with a
+    # free-text reason): served, it is judged by CONTEXT-WINDOW-REJECTED alone.
+    ("context-window-ignored", ()): {
+        "aihubmix": _s("CONTEXT-WINDOW-REJECTED"),
+        "nscale": _s("CONTEXT-WINDOW-REJECTED"),
     },
     ("created-millis", ()): {
         "aihubmix": _s("RESP-CREATED"),
