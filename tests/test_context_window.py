@@ -118,3 +118,15 @@ def test_no_advertised_window_is_not_applicable_with_the_reason(targets: Targets
     not_applicable = {u.id: u.reason for u in outcome.verdict.coverage.not_applicable}
     assert "advertises no context window" in not_applicable[RID]
     assert RID not in {u.id for u in outcome.verdict.coverage.untested}
+
+
+def test_a_window_past_the_token_budget_is_not_sent(targets: Targets) -> None:
+    # Served, the prompt would cost the whole window: only within --budget-tokens.
+    url = targets.get("aihubmix").server.url
+    settings = Settings(model=MODEL, max_examples=1, budget_tokens=4096)
+    setup = Setup(target_url=url, api_key=API_KEY, settings=settings)
+    outcome = run_suite(setup, scenarios=[CONTEXT_WINDOW])
+    (ran,) = outcome.results.run_record.scenarios
+    assert ran.cause == SkipCause.BUDGET and "--budget-tokens" in ran.reason
+    assert outcome.results.spent["requests"] == 2  # the preflight and the model list
+    assert RID in {u.id for u in outcome.verdict.coverage.untested}
