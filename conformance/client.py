@@ -183,6 +183,13 @@ class Client:
         headers = self.headers_for(case)
         return self.paced(lambda: self._send_fresh_if_stale(case, headers, body))
 
+    def get(self, path: str, case: Case) -> Exchange:
+        """GET ``path`` of the target (``/v1/models``), paced, bounded and retried like a
+        send; ``case`` names the request (its body is not sent)."""
+        headers = {k: v for k, v in self.headers_for(case).items() if k != "Content-Type"}
+        url = self.base_url.rstrip("/") + path
+        return self.paced(lambda: self._send_fresh_if_stale(case, headers, b"", url, "GET"))
+
     def paced(self, attempt: Callable[[], Exchange]) -> Exchange:
         """Make ``attempt`` under the throttle, waiting out 429/503 + Retry-After as allowed.
 
@@ -244,7 +251,14 @@ class Client:
             # Closes the gate for every sender; the next acquire() waits it out.
             self.throttle.back_off(delay)
 
-    def _send_fresh_if_stale(self, case: Case, headers: dict[str, str], body: bytes) -> Exchange:
+    def _send_fresh_if_stale(
+        self,
+        case: Case,
+        headers: dict[str, str],
+        body: bytes,
+        url: str | None = None,
+        method: str = "POST",
+    ) -> Exchange:
         """One send; once more on a fresh connection if a reused one was dead on arrival.
 
         A server may close an idle keep-alive connection at any time (llama-cpp-python
@@ -253,13 +267,14 @@ class Client:
         sent again on a new connection and the Exchange says so. A failure on a fresh
         connection, or after the answer began, stays what it is: a finding.
         """
-        exchange, stale = self._send_once(case, headers, body, self._http)
+        where = (url or self.url, method)
+        exchange, stale = self._send_once(case, headers, body, self._http, *where)
         if not stale:
             return exchange
         self.throttle.reconnected()
         first = exchange.transport_error
         with self._new_http() as fresh:
-            exchange, _ = self._send_once(case, headers, body, fresh)
+            exchange, _ = self._send_once(case, headers, body, fresh, *where)
         exchange.notes.append(
             f"a reused keep-alive connection failed before any byte of the answer ({first}); "
             "sent again once on a fresh connection"
@@ -267,11 +282,17 @@ class Client:
         return exchange
 
     def _send_once(
-        self, case: Case, headers: dict[str, str], body: bytes, http: httpx.Client
+        self,
+        case: Case,
+        headers: dict[str, str],
+        body: bytes,
+        http: httpx.Client,
+        url: str,
+        method: str = "POST",
     ) -> tuple[Exchange, bool]:
         """One request on ``http``; also whether it died unanswered on a reused connection."""
         exchange = Exchange(
-            case=case, url=self.url, request_headers=self.redacted(headers), request_body=body
+            case=case, url=url, request_headers=self.redacted(headers), request_body=body
         )
         limits = self.limits
         connected: list[str] = []
@@ -284,7 +305,7 @@ class Client:
         start = time.perf_counter()
         try:
             with http.stream(
-                "POST", self.url, content=body, headers=headers, extensions={"trace": trace}
+                method, url, content=body, headers=headers, extensions={"trace": trace}
             ) as response:
                 exchange.ttfb = time.perf_counter() - start
                 exchange.status = response.status_code
@@ -300,16 +321,16 @@ class Client:
             waited = limits.ttfb if exchange.status is None else limits.gap
             what = "time to first byte" if exchange.status is None else "gap between reads"
             if isinstance(exc, httpx.ConnectTimeout):
-                exchange.transport_error = f"cannot connect to {self.url}: timed out"
+                exchange.transport_error = f"cannot connect to {url}: timed out"
             elif isinstance(exc, httpx.WriteTimeout):
-                exchange.transport_error = f"sending the request to {self.url} timed out"
+                exchange.transport_error = f"sending the request to {url} timed out"
             else:
                 option = "--request-timeout" if exchange.status is None else "--stream-gap"
                 exchange.transport_error = f"bound hit: {what} exceeded {waited:g} s ({option})"
         except httpx.ConnectError as exc:
-            exchange.transport_error = f"cannot connect to {self.url}: {_reason(exc)}"
+            exchange.transport_error = f"cannot connect to {url}: {_reason(exc)}"
         except httpx.HTTPError as exc:
-            exchange.transport_error = f"transport error from {self.url}: {_reason(exc)}"
+            exchange.transport_error = f"transport error from {url}: {_reason(exc)}"
             stale = exchange.status is None and not connected and _dead_on_arrival(exc)
         exchange.elapsed = time.perf_counter() - start
         return exchange, stale

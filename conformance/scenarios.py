@@ -13,6 +13,7 @@ function named ``test_<scenario name>``; ``engine.execute`` plays them without p
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -187,36 +188,128 @@ def _greedy(settings: Settings, prompt: str) -> dict[str, Any]:
 
 
 def _stop_probe(item: ItemRun, _: Any) -> None:
-    """Ask once at temperature 0, then again with a word of the first answer as stop."""
+    """Ask once at temperature 0, then again with stop sequences taken from the first
+    answer: one of its words, and a piece across a word boundary (the end of one word and
+    the start of the next), which spans two tokens on every tokenizer that splits at
+    whitespace: a server that matches stop sequences only inside one token misses it. Each
+    is sent streamed too; all go out at once: two latencies in a row, not three."""
     spec = item.spec
     body = _greedy(item.settings, "Count slowly from one to twenty:")
     first = item.send(case(spec, body, label="stop probe: first answer"))
-    text = first_text(first.json if first else None)
+    text = first_text(first.json if first else None) or ""
     # U+FFFD stands for bytes that are not UTF-8: no server can match it as a stop.
-    words = [w for w in re.findall(r"\S+", text or "") if "\ufffd" not in w]
+    words = [w for w in re.findall(r"\S+", text) if "\ufffd" not in w]
     if len(words) < 2:
         raise ScenarioSkipped(
             "the first answer has too few words to pick a stop sequence from",
             ("STOP-PROBE",),
             SkipCause.TARGET,
         )
-    stop = words[len(words) // 2]
+    picks = [(words[len(words) // 2], "")]
+    across = across_words(text)
+    if across is not None:
+        picks.append((across, " (across a word boundary)"))
     tags = frozenset({"probe:stop"})
-    second = case(spec, {**body, "stop": [stop]}, label=f"stop probe: stop={stop!r}", tags=tags)
-    # The same stop, streamed: a stream must honour stop sequences too. It needs only the
-    # first answer, so it goes out beside the second: two latencies in a row, not three.
-    label = f"stop probe, streamed: stop={stop!r}"
+    cases: list[tuple[Case, tuple[Exchange, ...]]] = []
     skipped: ScenarioSkipped | None = None
-    try:
-        streamed: Case | None = case(spec, {**second.body, "stream": True}, label=label)
-    except ScenarioSkipped as exc:
-        streamed, skipped = None, exc
-    sends = [item.dispatch(c) for c in (second, streamed) if c is not None]
-    item.receive(sends[0], related=(first,) if first else ())
-    if len(sends) > 1:
-        item.receive(sends[1])
+    for stop, how in picks:
+        second = case(
+            spec, {**body, "stop": [stop]}, label=f"stop probe: stop={stop!r}{how}", tags=tags
+        )
+        cases.append((second, (first,) if first else ()))
+        # The same stop, streamed: a stream must honour stop sequences too.
+        label = f"stop probe, streamed: stop={stop!r}{how}"
+        try:
+            cases.append((case(spec, {**second.body, "stream": True}, label=label), ()))
+        except ScenarioSkipped as exc:
+            skipped = exc
+    sends = [(item.dispatch(c), related) for c, related in cases]
+    for sent, related in sends:
+        item.receive(sent, related=related)
     if skipped is not None:
         raise skipped
+
+
+def across_words(text: str) -> str | None:
+    """Up to two characters before a whitespace run in ``text``, the run and up to two
+    after it, at the boundary nearest the middle; None without a boundary to take."""
+    pieces = [
+        text[max(a.start(), a.end() - 2) : min(b.end(), b.start() + 2)]
+        for a, b in itertools.pairwise(re.finditer(r"\S+", text))
+    ]
+    pieces = [p for p in pieces if "\ufffd" not in p]
+    return pieces[len(pieces) // 2] if pieces else None
+
+
+#: The longest prompt the context window probe sends (a window above it is not probed):
+#: a token-id prompt this long is about 1 MB of JSON.
+MAX_WINDOW_PROBE = 262_144
+WINDOW_COVERS = ("CONTEXT-WINDOW-REJECTED",)
+
+
+def _context_window(item: ItemRun, _: Any) -> None:
+    """Read the context window the target advertises (GET /v1/models), then send a prompt
+    one token over it: as token ids where the target serves a short token-id prompt (its
+    length is then exact), else as text. Refused, it costs nothing; served, it costs the
+    window, so it is sent only within the token budget and MAX_WINDOW_PROBE."""
+    from conformance.checks.window import TOKEN_ID, advertised_window, over_window_probe
+
+    spec, model = item.spec, item.settings.model
+    listing = _models_listing(item)
+    window, why = advertised_window(listing.json, model)
+    if listing.status is None or listing.status == 429 or listing.status >= 500:
+        cause = SkipCause.RATE_LIMITED if listing.status == 429 else SkipCause.TARGET
+        said = listing.transport_error or f"answered {listing.status}"
+        raise ScenarioSkipped(f"GET {listing.url} {said}", WINDOW_COVERS, cause)
+    if window is None:
+        said = why if listing.status == 200 else f"answered {listing.status}"
+        reason = f"the target advertises no context window: GET {listing.url} {said}"
+        raise ScenarioSkipped(reason, WINDOW_COVERS, SkipCause.NOT_DECLARED)
+    left = item.run.budget.tokens
+    if window + 1 > min(left, MAX_WINDOW_PROBE):
+        bound = (
+            f"the token budget left ({left}, --budget-tokens)"
+            if window + 1 > left
+            else f"the suite's bound on one probe ({MAX_WINDOW_PROBE} tokens)"
+        )
+        reason = f"a prompt over the advertised {window}-token context window is more than {bound}"
+        raise ScenarioSkipped(reason, WINDOW_COVERS, SkipCause.BUDGET)
+    control = {"model": model, "prompt": [TOKEN_ID] * 3, "max_tokens": 1, "temperature": 0}
+    token_ids = False
+    if spec.validate("request", control) is None:
+        label = "context window probe: a short token-id prompt (are token ids served?)"
+        served = item.send(case(spec, control, label=label))
+        token_ids = served is not None and served.status == 200
+    wanted = over_window_probe(model, window, token_ids=token_ids)
+    probe = checked_probe(spec, wanted)
+    if probe.body.get("prompt") != wanted.body["prompt"]:
+        reason = f"the spec admits no prompt over the advertised {window}-token window"
+        raise ScenarioSkipped(reason, WINDOW_COVERS, SkipCause.NOT_DECLARED)
+    item.send(probe)
+
+
+def _models_listing(item: ItemRun) -> Exchange:
+    """``GET /v1/models`` (the spec's path prefix), out of the request budget; its answer
+    is no completion, so it is counted but not judged."""
+    from conformance.engine import BudgetSpent
+
+    run = item.run
+    if run.rate_limited or run.health.down is not None:
+        cause = SkipCause.RATE_LIMITED if run.rate_limited else SkipCause.TARGET
+        raise ScenarioSkipped(
+            "GET /v1/models not sent: the target "
+            + ("is rate limited" if run.rate_limited else "stopped serving"),
+            WINDOW_COVERS,
+            cause,
+        )
+    try:
+        run.budget.take_request()
+    except BudgetSpent as exc:
+        raise ScenarioSkipped(str(exc), WINDOW_COVERS, SkipCause.BUDGET) from None
+    label = "the model list (the advertised context window)"
+    listing = run.client.get(f"{item.spec.path_prefix}/models", Case({}, "probe", label))
+    item.results.record(listing, [])
+    return listing
 
 
 def first_text(body: object) -> str | None:
@@ -350,6 +443,7 @@ VALID_REQUESTS = _batched("valid_requests", _valid)
 EDGE_REQUESTS = _batched("edge_requests", _edges)
 INVALID_REQUESTS = _batched("invalid_requests", _invalid)
 STOP_PROBE = Scenario("stop_probe", body=_stop_probe)
+CONTEXT_WINDOW = Scenario("context_window", body=_context_window)
 AUTH_PROBES = Scenario("auth_probes", cases=_auth)
 UNKNOWN_MODEL = Scenario("unknown_model", cases=_unknown_model)
 BAD_REQUESTS = Scenario("bad_requests", cases=_bad_requests)
@@ -443,6 +537,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     AUTH_PROBES,
     UNKNOWN_MODEL,
     BAD_REQUESTS,
+    CONTEXT_WINDOW,
     SDK,
     VALID_STREAMS,
     USAGE_CHUNK,

@@ -1,4 +1,5 @@
-"""Errors on purpose: bad credentials, an unknown model and the cheap documented 4xx.
+"""Errors on purpose: bad credentials, an unknown model, the cheap documented 4xx, and a
+prompt over the context window the target advertises.
 
 Every probe asks for at most one token. Statuses the suite cannot provoke cheaply and
 politely (403 needs a restricted key, 429 needs hammering, 5xx a broken target) are
@@ -11,3 +12,4 @@ from conformance.plugin import suite_test
 test_auth_probes = suite_test(s.AUTH_PROBES)
 test_unknown_model = suite_test(s.UNKNOWN_MODEL)
 test_bad_requests = suite_test(s.BAD_REQUESTS)
+test_context_window = suite_test(s.CONTEXT_WINDOW)

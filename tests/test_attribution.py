@@ -203,6 +203,51 @@ def test_tokens_at_one_offset_that_render_as_nothing_visible_are_no_repeat() -> 
     assert "STREAM-LOGPROBS-OFFSETS" not in failing(results)
 
 
+def listed_past_the_stop(case: Any) -> list[dict[str, Any]]:
+    """OpenAI's legacy shape (issue 25): one chunk per token, the last chunk's logprobs
+    listing the stop token "\n" and a second "\n" sampled after it, both at the text's end
+    and not in the text."""
+    words = ["Hello", " world"]
+    chunks = [copy.deepcopy(c) for c in cumulative(case, words)]
+    for i, chunk in enumerate(chunks):
+        lp = chunk["choices"][0]["logprobs"]
+        chunk["choices"][0]["logprobs"] = {k: v[i:] for k, v in lp.items()}  # its own token
+    last = chunks[-1]["choices"][0]
+    end = 6 + len("Hello world")  # the prompt "Say hi" counts, as on OpenAI
+    for key, value in (("tokens", "\n"), ("token_logprobs", -0.2), ("text_offset", end)):
+        last["logprobs"][key] += [value, value]
+    last["logprobs"]["top_logprobs"] += [{"\n": -0.2}, {"\n": -0.2}]
+    last["finish_reason"] = "stop"
+    return chunks
+
+
+def test_equal_tokens_listed_past_the_text_are_no_cumulative_logprobs() -> None:
+    case = req(logprobs=1, stream=True, max_tokens=4, stop=["\n"])
+    results = run(stream_exchange(case, listed_past_the_stop(case)))
+    attribute(results)
+    assert "STREAM-LOGPROBS-OFFSETS" not in failing(results)
+    # The same tokens repeated inside the text stay the cumulative finding.
+    chunks = listed_past_the_stop(case)
+    last = chunks[-1]["choices"][0]["logprobs"]
+    last["text_offset"][-2:] = [6, 6]
+    last["tokens"][-2:] = ["Hello", "Hello"]
+    results = run(stream_exchange(case, chunks))
+    assert "STREAM-LOGPROBS-OFFSETS" in failing(results)
+
+
+def test_equal_tokens_listed_past_a_bodys_text_are_no_repeat() -> None:
+    case = req(logprobs=1, max_tokens=4, stop=["\n"])
+    body = completion_for(case, ["Hello", " world"])
+    lp = body["choices"][0]["logprobs"]
+    lp["tokens"] += ["\n", "\n"]
+    lp["token_logprobs"] += [-0.2, -0.2]
+    lp["top_logprobs"] += [{"\n": -0.2}, {"\n": -0.2}]
+    lp["text_offset"] += [17, 17]
+    body["choices"][0]["finish_reason"] = "stop"
+    body["usage"] = {"prompt_tokens": 2, "completion_tokens": 4, "total_tokens": 6}
+    assert "LOGPROBS-OFFSETS" not in failing(run(body_exchange(case, body)))
+
+
 def echoed_with_logprobs_of(generated: list[str]) -> Exchange:
     """An echo answer to "Say hi" whose text holds the prompt and ``generated``, and whose
     logprobs list only the token " there", after the prompt."""

@@ -13,6 +13,7 @@ import pytest
 from support import Targets, case, failed
 
 from conformance.case import Case
+from conformance.scenarios import across_words
 
 FLAVORS = ("aihubmix", "nscale")
 LOGPROBS = {"logprobs": 2, "max_tokens": 6}
@@ -85,6 +86,25 @@ def test_stop_sequences(targets: Targets, flavor: str) -> None:
         honoured = targets.get(flavor, "finish-enum").judge(probe, related=(first,))
         assert failed(honoured) == {"STOP-PROBE"}
         assert "finish_reason 'stop'" in honoured["STOP-PROBE"].message
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+def test_stop_sequences_across_a_token_boundary(targets: Targets, flavor: str) -> None:
+    # mistral.rs and tiles match a stop only inside one token (issue 25): the stop probe
+    # also sends a piece of the first answer across a word boundary, two tokens anywhere.
+    good, bad = targets.get(flavor), targets.get(flavor, "stop-inside-one-token")
+    first = good.send(case(max_tokens=8, temperature=0, seed=3))
+    text = first.json["choices"][0]["text"]
+    across, word = across_words(text), text.split()[len(text.split()) // 2]
+    assert across is not None and " " in across.strip()
+
+    def probe(stop: str) -> Case:
+        body = {**case(max_tokens=8, temperature=0, seed=3).body, "stop": [stop]}
+        return Case(body, mode="probe", tags=frozenset({"probe:stop"}))
+
+    assert failed(good.judge(probe(across), related=(first,))) == set()
+    assert failed(bad.judge(probe(across), related=(first,))) == {"STOP-ABSENT", "STOP-PROBE"}
+    assert failed(bad.judge(probe(word), related=(first,))) == set()  # inside one token
 
 
 @pytest.mark.parametrize("flavor", FLAVORS)

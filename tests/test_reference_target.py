@@ -36,6 +36,7 @@ from conformance.reference import (
 )
 from conformance.reference import model as fake
 from conformance.reference.registry import REGISTRY, STAGES, ActiveFaults, also, fault
+from conformance.reference.validation import CONTEXT_LENGTH
 
 KEY = "sk-reference-test"
 MODEL = "reference-model"
@@ -809,6 +810,8 @@ def _is_envelope(response: Any) -> bool:
 
 
 STOP_WORD = fake.tokenize(LONG_TEXT)[3]
+#: The end of the third token and the start of the fourth: a stop across a token boundary.
+STOP_ACROSS = fake.tokenize(LONG_TEXT)[2][-2:] + fake.tokenize(LONG_TEXT)[3][:3]
 INCLUDE_USAGE = {"stream_options": {"include_usage": True}}
 
 #: fault -> detector of the violation it causes; True means "violation observed".
@@ -868,11 +871,26 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
     "stop-ignored": lambda p: (
         p.json(max_tokens=12, stop=[STOP_WORD])["choices"][0]["finish_reason"] != "stop"
     ),
+    "stop-inside-one-token": lambda p: (
+        STOP_ACROSS in p.json(max_tokens=12, stop=[STOP_ACROSS])["choices"][0]["text"]
+        and p.json(max_tokens=12, stop=[STOP_WORD])["choices"][0]["finish_reason"] == "stop"
+    ),
     "capability-500": lambda p: p.post(echo=True).status_code >= 500,
     "accepts-invalid": lambda p: (
         p.post(n=0).status_code == 200 and p.post(prompt=[VOCAB_SIZE]).status_code == 200
     ),
     "reject-token-prompts": lambda p: p.post(prompt=[1, 2, 3]).status_code == 400,
+    "context-window-ignored": lambda p: (
+        lambda r: (
+            r.status_code == 200
+            and r.json()["choices"][0]["text"] == ""
+            and r.json()["choices"][0]["finish_reason"] == "length"
+        )
+    )(p.post(prompt=[15] * (CONTEXT_LENGTH + 1), max_tokens=1)),
+    "models-no-window": lambda p: (
+        "max_model_len" not in p.client.get("/v1/models", headers=AUTH).json()["data"][0]
+        and p.post(prompt=[15] * (CONTEXT_LENGTH + 1), max_tokens=1).status_code == 400
+    ),
     "stream-no-done": lambda p: parse_sse(p.stream())[-1] != "[DONE]",
     "stream-data-after-done": lambda p: (lambda s: "[DONE]" in s and s[-1] != "[DONE]")(
         parse_sse(p.stream())

@@ -13,4 +13,5 @@ from conformance.checks import (  # noqa: F401  (registers on import)
     semantics,
     streaming,
     tokens,
+    window,
 )

@@ -15,6 +15,7 @@ from typing import Any
 
 from conformance.case import Auth, Case
 from conformance.checks.common import answered, media_matches, says
+from conformance.checks.window import CONTEXT_WINDOW_TAG
 from conformance.requirements import Context, Level, Violation, requirement
 from conformance.spec import Spec
 
@@ -291,6 +292,7 @@ def model_not_found_404(ctx: Context) -> None:
         and ctx.case.auth == "default"
         and ctx.exchange.status is not None
         and UNKNOWN_MODEL_TAG not in ctx.case.tags  # MODEL-NOT-FOUND judges that one
+        and CONTEXT_WINDOW_TAG not in ctx.case.tags  # and CONTEXT-WINDOW-REJECTED that one
         and ctx.exchange.status != 429  # rate limited: no answer to judge
     ),
 )

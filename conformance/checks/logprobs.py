@@ -319,19 +319,25 @@ def _check_advance(name: str, offsets: list[Any], tokens: list[str]) -> None:
             )
 
 
-def repeated_token(lp: dict[str, Any]) -> tuple[int, int] | None:
+def repeated_token(choice: dict[str, Any], lp: dict[str, Any]) -> tuple[int, int] | None:
     """Positions (first, again) where the same visible token is listed twice at the same
     offset: the logprobs repeat an earlier token (per-chunk logprobs sent cumulatively, or
     a final chunk that repeats the last). A token that renders as nothing, as U+FFFD or as
-    bytes may legally share an offset with its neighbour, so only visible ones count."""
-    got = arrays(lp)
+    bytes may legally share an offset with its neighbour, so only visible ones count; so
+    may the tokens OpenAI lists after the text (the stop token, tokens sampled after it),
+    their offsets pinned at its end."""
+    got, text = arrays(lp), choice.get("text")
     seen: dict[tuple[str, int], int] = {}
-    pairs = zip(got.get("tokens", []), got.get("text_offset", []), strict=False)
+    pairs = list(zip(got.get("tokens", []), got.get("text_offset", []), strict=False))
+    # The offsets' origin: the text's start (0 with echo, the prompt's length on OpenAI).
+    origin = next((o for _, o in pairs if is_int(o)), 0)
     for j, (token, offset) in enumerate(pairs):
         if not isinstance(token, str) or not token or not is_int(offset):
             continue
         if REPLACEMENT in token or token.startswith("bytes:"):
             continue
+        if isinstance(text, str) and offset - origin >= len(text):
+            continue  # past the returned text: not shown, whatever it repeats
         if (token, offset) in seen:
             return seen[(token, offset)], j
         seen[(token, offset)] = j
@@ -345,7 +351,7 @@ def check_offsets(ctx: Context, choices: Labelled) -> None:
     for name, choice, lp in logprobs_objects(choices):
         offsets = arrays(lp).get("text_offset", [])
         where = f"{path_of(name)}.logprobs.text_offset"
-        repeat = repeated_token(lp)
+        repeat = repeated_token(choice, lp)
         if repeat is not None:
             first, again = repeat
             raise Violation(
@@ -396,9 +402,9 @@ def _joined(ctx: Context) -> bool:
         return False
     if not ctx.case.stream:
         return True
-    for _, _, lp in logprobs_objects(answer(ctx).choices):
+    for _, choice, lp in logprobs_objects(answer(ctx).choices):
         offsets = [o for o in arrays(lp).get("text_offset", []) if is_int(o)]
-        if any(b < a for a, b in itertools.pairwise(offsets)) or repeated_token(lp):
+        if any(b < a for a, b in itertools.pairwise(offsets)) or repeated_token(choice, lp):
             return False
     return True
 

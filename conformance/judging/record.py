@@ -19,7 +19,9 @@ from conformance.exceptions import ConformanceError
 class SkipCause(StrEnum):
     """Why a scenario, or part of one, was not run."""
 
-    NOT_DECLARED = "not-declared"  # the spec does not declare (or admit) the feature
+    # the spec does not declare (or admit) the feature, or the target advertises nothing to
+    # probe (no context window in /v1/models)
+    NOT_DECLARED = "not-declared"
     DESELECTED = "deselected"  # deselected, or an opt-in that was not asked for
     BUDGET = "budget"  # the request or token budget ran out first
     UNAVAILABLE = "unavailable"  # the suite lacks what it needs (a generator, the SDK, a key)

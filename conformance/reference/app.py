@@ -215,7 +215,15 @@ async def _completions(request: Request) -> Response:
 
 
 def _model_card(target: _Target, name: str) -> dict[str, Any]:
-    return {"id": name, "object": "model", "created": target.started, "owned_by": "reference"}
+    """A model object; ``max_model_len`` advertises the context window, as vLLM does."""
+    card = {
+        "id": name,
+        "object": "model",
+        "created": target.started,
+        "owned_by": "reference",
+        "max_model_len": CONTEXT_LENGTH,
+    }
+    return target.faults.fold("model-card", card)
 
 
 def _json(target: _Target, body: Any) -> Response:

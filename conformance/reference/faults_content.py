@@ -73,6 +73,16 @@ def _stop_ignored(plan: Plan) -> Plan:
 
 
 @fault(
+    "stop-inside-one-token",
+    "A stop sequence ends the completion only when it lies inside one generated token; one "
+    "that spans two tokens is never matched (mistral.rs, tiles; both modes).",
+    "plan",
+)
+def _stop_inside_one_token(plan: Plan) -> Plan:
+    return replace(plan, stop_in_one_token=True)
+
+
+@fault(
     "stream-text-differs",
     "The streamed text differs from the non-streamed text at temperature 0.",
     "plan",

@@ -8,6 +8,7 @@ stages. Faults of what is generated and how bodies and streams are shaped live i
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from conformance.reference.flavors import ApiError, ErrorReply, Head
 from conformance.reference.framing import Framing, Pacing
@@ -16,6 +17,7 @@ from conformance.reference.validation import CompletionRequest
 
 _TEXT = "text/plain; charset=utf-8"
 _LIMITED = "Rate limit reached for requests. Retry after the time in Retry-After."
+_OVER_WINDOW = "context_length_exceeded"
 
 # --- status lines and media types ------------------------------------------------------
 
@@ -77,9 +79,24 @@ def _capability_500(request: CompletionRequest) -> ApiError | None:
     return None
 
 
-@fault("accepts-invalid", "Requests that must be rejected with 400 are answered 200.", "refusal")
+@fault(
+    "accepts-invalid",
+    "Requests that must be rejected with 400 are answered 200 (a prompt over the context "
+    "window aside: context-window-ignored).",
+    "refusal",
+)
 def _accepts_invalid(error: ApiError) -> ApiError | None:
-    return None if error.origin == "invalid" else error
+    return None if error.origin == "invalid" and error.code != _OVER_WINDOW else error
+
+
+@fault(
+    "context-window-ignored",
+    "A prompt over the model's context window (the max_model_len /v1/models advertises) is "
+    'answered 200 with empty text and finish_reason "length" (vLLM, Ollama), not refused.',
+    "refusal",
+)
+def _context_window_ignored(error: ApiError) -> ApiError | None:
+    return None if error.code == _OVER_WINDOW else error
 
 
 @fault(
@@ -376,3 +393,17 @@ def _echo_declined_token_prompts(request: CompletionRequest) -> ApiError | None:
         origin="capability",
         param="echo",
     )
+
+
+# --- the model list (issue 25: the advertised context window) ----------------------------
+
+
+@fault(
+    "models-no-window",
+    "GET /v1/models advertises no context window (no max_model_len: Ollama, LiteLLM); the "
+    "window is still enforced.",
+    "model-card",
+    tolerated=True,
+)
+def _models_no_window(card: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in card.items() if k != "max_model_len"}

@@ -343,13 +343,15 @@ def generate(
     include_stop: bool = False,
     natural_stop: bool = True,
     variant: str = "",
+    stop_in_one_token: bool = False,
 ) -> Completion:
     """Generate one completion of ``prompt``.
 
     ``rng`` None means greedy decoding. ``top_k`` asks for top-k maps (None: no maps).
     A stop string ends generation and is cut out of the text (``include_stop`` keeps
-    it, and ``natural_stop=False`` disables end-of-text draws: both exist only so the
-    fault switch can break these rules). ``variant`` perturbs the model itself.
+    it, ``natural_stop=False`` disables end-of-text draws and ``stop_in_one_token`` matches
+    a stop only inside one token: they exist only so the fault switch can break these
+    rules). ``variant`` perturbs the model itself.
     """
     stops = tuple(s for s in stop if s)
     longest_stop = max((len(s) for s in stops), default=0)
@@ -375,7 +377,8 @@ def generate(
         text += VOCAB[token_id]
         if stops:
             # Earlier checks found nothing, so a new occurrence must end in this token.
-            hit = _find_stop(text, max(0, before - longest_stop + 1), stops)
+            start = before if stop_in_one_token else max(0, before - longest_stop + 1)
+            hit = _find_stop(text, start, stops)
             if hit is not None:
                 end = hit[0] + hit[1] if include_stop else hit[0]
                 return Completion(tuple(_cut(tokens, end)), "stop")

@@ -85,6 +85,8 @@ PROOFS: tuple[Proof, ...] = (
     # for "stop", no finish_reason enum in Nscale).
     _p("STOP-ABSENT", "stop-ignored"),
     _p("STOP-PROBE", "finish-enum", "nscale"),
+    # A stop across a token boundary (issue 25): the stop probe's piece across two words.
+    _p("STOP-ABSENT", "stop-inside-one-token"),
     _p("VALID-NO-5XX", "capability-500"),
     _p("VALID-ACCEPTED", "reject-token-prompts"),
     _p("INVALID-REJECTED", "accepts-invalid"),
@@ -95,6 +97,8 @@ PROOFS: tuple[Proof, ...] = (
     _p("AUTH-REQUIRED", "auth-ignored"),
     _p("MODEL-NOT-FOUND", "unknown-model-200"),
     _p("MODEL-NOT-FOUND-404", "unknown-model-400"),
+    # The window /v1/models advertises (issue 25): a prompt over it served as vLLM does.
+    _p("CONTEXT-WINDOW-REJECTED", "context-window-ignored"),
     _p("USAGE-PROMPT-TOKENS", "usage-prompt-zero"),
     _p("USAGE-COMPLETION-TOKENS", "usage-completion-short"),
     # Attribution: the usage witness shown wrong is not evidence for (STREAM-)FINISH-LENGTH.
@@ -173,6 +177,12 @@ EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {
     ("choices-ignore-n", ()): {
         "aihubmix": _s("CHOICES-COUNT", "STREAM-INDEXES"),
         "nscale": _s("CHOICES-COUNT", "STREAM-INDEXES"),
+    },
+    # The prompt over the advertised window is a probe of its own (an invalid case with a
+    # free-text reason): served, it is judged by CONTEXT-WINDOW-REJECTED alone.
+    ("context-window-ignored", ()): {
+        "aihubmix": _s("CONTEXT-WINDOW-REJECTED"),
+        "nscale": _s("CONTEXT-WINDOW-REJECTED"),
     },
     ("created-millis", ()): {
         "aihubmix": _s("RESP-CREATED"),
@@ -282,6 +292,12 @@ EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {
         "nscale": _s("STOP-ABSENT", "STREAM-STOP-ABSENT"),
     },
     ("stop-in-text", ()): {
+        "aihubmix": _s("STOP-ABSENT", "STREAM-STOP-ABSENT"),
+        "nscale": _s("STOP-ABSENT", "STREAM-STOP-ABSENT"),
+    },
+    # Both modes miss the stop across two words (a word's own stop is matched); the probe's
+    # answer holds that stop: STOP-ABSENT's finding, not also STOP-PROBE's.
+    ("stop-inside-one-token", ()): {
         "aihubmix": _s("STOP-ABSENT", "STREAM-STOP-ABSENT"),
         "nscale": _s("STOP-ABSENT", "STREAM-STOP-ABSENT"),
     },

@@ -30,6 +30,7 @@ framing       (Framing) -> Framing                        how SSE events are wri
 pacing        (Pacing) -> Pacing                          delays, stalls and write sizes
 error-reply   (ErrorReply) -> ErrorReply                  status, payload, media type of errors
 request-id    (str | None) -> str | None                  the request-id header's name
+model-card    (dict) -> dict                              each model object of /v1/models
 ============  ==========================================  =====================================
 
 ``TOLERATED`` faults are legal behaviour a correct suite must accept; ``CAPABILITY`` ones
@@ -61,6 +62,7 @@ STAGES = (
     "pacing",
     "error-reply",
     "request-id",
+    "model-card",
 )
 
 Hook = Callable[..., Any]

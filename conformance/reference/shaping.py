@@ -53,6 +53,8 @@ class Plan:
     echo: bool
     include_stop: bool = False
     natural_stop: bool = True
+    #: Match a stop sequence only inside one token, never across two.
+    stop_in_one_token: bool = False
     #: A different model key: the same request gives a different text.
     variant: str = ""
     #: Return a logprobs object even if none was requested.
@@ -131,6 +133,7 @@ def generate(request: CompletionRequest, plan: Plan, faults: ActiveFaults) -> li
                 include_stop=plan.include_stop,
                 natural_stop=plan.natural_stop,
                 variant=plan.variant,
+                stop_in_one_token=plan.stop_in_one_token,
             )
             for c in range(candidates)
         ]
