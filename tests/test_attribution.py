@@ -2,17 +2,21 @@
 requirement (conformance/attribution.py), on synthetic exchanges judged into Results.
 
 The fault corpus (tests/test_fault_corpus.py) runs the same shapes on the reference
-target: usage-completion-off-by-one and stream-logprobs-cumulative.
+target: usage-completion-off-by-one and stream-logprobs-cumulative. LiteLLM's shapes of
+issue 25 are built from its recorded answers (tests/transcripts/litellm/), and one suite
+run on the reference target shows a witness nobody formed (the stream twin not played).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from support import judge
+import pytest
+from support import Targets, judge, target_args
 from synthetic import body_exchange, chunks_for, completion_for, req, stream_exchange
 
 from conformance.attribution import ATTRIBUTION, attribute
@@ -22,6 +26,7 @@ from conformance.checks.invariants import STREAM_TWIN_TAG
 from conformance.exchange import Exchange
 from conformance.judging.record import ScenarioRun
 from conformance.judging.wire import exchange_from_wire
+from conformance.plugin import SUITE_DIR
 from conformance.requirements import REGISTRY, load_checks
 from conformance.results import Results
 from conformance.spec import load_spec
@@ -469,3 +474,21 @@ def test_what_a_shard_withheld_is_evidence_in_the_merge() -> None:
     assert "MAX-TOKENS-DEFAULT" not in failing(merged)
     witnesses = [r["witness"] for r in merged.meta[ATTRIBUTION]]
     assert witnesses == ["stream-logprobs", "twin-usage", "usage"]
+
+
+def test_a_run_whose_stream_twin_never_ran_does_not_charge_the_usage_chunk(
+    pytester: pytest.Pytester, targets: Targets
+) -> None:
+    """End to end on the reference target: its usage chunk counts one token short (fault
+    stream-usage-counts-less, LiteLLM's invented count), and the stream twin that would
+    show it is not played. "length after 7 token(s)" is withheld, not charged."""
+    url = targets.get("aihubmix", "stream-usage-counts-less").server.url
+    out = pytester.path / "out"
+    pytester.runpytest_inprocess(
+        str(SUITE_DIR), "-p", "no:cacheprovider", "--max-examples", "3", "--spec", "aihubmix",
+        *target_args(url), "--report-dir", str(out), "-k", "not stream_matches_non_stream",
+    )  # fmt: skip
+    results = json.loads((out / "results.json").read_text())
+    finish = next(t for t in results["requirements"] if t["id"] == "STREAM-FINISH-LENGTH")
+    assert finish["failed"] == 0
+    assert finish["not_judged"] and "stream-usage never formed" in finish["not_judged"][0]
