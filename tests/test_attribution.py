@@ -327,6 +327,8 @@ def test_a_body_cut_by_a_bound_is_http_complete_alone() -> None:
 # -- LiteLLM's mock (issue 25): the body's usage is its constant 20 --------------------------
 
 LITELLM = Path(__file__).resolve().parent / "transcripts" / "litellm"
+EIGHT = [f" w{i}" for i in range(8)]
+INCLUDE_USAGE = {"stream": True, "stream_options": {"include_usage": True}}
 
 
 def litellm_mock(max_tokens: int = 8) -> tuple[Exchange, Exchange, Exchange]:
@@ -375,6 +377,20 @@ def test_the_mocks_constant_body_usage_is_usage_max_tokens_alone() -> None:
     assert default_note == ["1 finding(s) not judged: usage shown wrong by USAGE-MAX-TOKENS"]
 
 
+def test_a_body_count_short_of_its_own_tokens_is_not_also_the_chunks_finding() -> None:
+    # The body's count is one short of its own logprobs (FastChat's loop index, body only);
+    # the usage chunk counts the same text right: USAGE-COMPLETION-TOKENS' defect alone.
+    twin_case = req(max_tokens=8, logprobs=1)
+    streamed = req(max_tokens=8, logprobs=1, **INCLUDE_USAGE, tags={STREAM_TWIN_TAG})
+    results = run_related(
+        body_exchange(twin_case, off_by_one(completion_for(twin_case, EIGHT))),
+        stream_exchange(streamed, chunks_for(streamed, EIGHT)),
+    )
+    assert {"USAGE-COMPLETION-TOKENS", "STREAM-USAGE-MATCHES"} <= failing(results)
+    attribute(results)
+    assert failing(results) == {"USAGE-COMPLETION-TOKENS"}
+
+
 def test_counts_that_agree_past_max_tokens_keep_the_declared_default() -> None:
     # The fault exceed-max-tokens: the target generates past every limit and counts it
     # right in both modes (11 tokens for max_tokens 8, 19 without max_tokens); running past
@@ -399,9 +415,6 @@ def test_counts_that_agree_past_max_tokens_keep_the_declared_default() -> None:
 
 
 # -- a witness nobody formed (issue 25, LiteLLM forwarding at concurrency 16) ---------------
-
-EIGHT = [f" w{i}" for i in range(8)]
-INCLUDE_USAGE = {"stream": True, "stream_options": {"include_usage": True}}
 
 
 def invented_usage_run(*, twin_cut: bool, shard: str | None = None) -> Results:
