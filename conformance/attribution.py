@@ -40,9 +40,10 @@ SHOWN_BY: dict[str, tuple[str, ...]] = {
     # "stream-logprobs", one on a body on "logprobs".
     "logprobs": ("LOGPROBS-SHAPE", "LOGPROBS-OFFSETS"),
     "stream-logprobs": ("STREAM-LOGPROBS-SHAPE", "STREAM-LOGPROBS-OFFSETS"),
-    # The stream twin's comparison where the body counts past max_tokens a text the usage
-    # chunk counts within it: that count is USAGE-MAX-TOKENS' finding on the twin.
-    "twin-usage": ("USAGE-MAX-TOKENS",),
+    # The stream twin's comparison where the body's count breaks a rule of its own (past
+    # max_tokens for a text the usage chunk counts within it, or short of its own text):
+    # that count is USAGE-MAX-TOKENS' or USAGE-COMPLETION-TOKENS' finding on the twin.
+    "twin-usage": ("USAGE-MAX-TOKENS", "USAGE-COMPLETION-TOKENS"),
     "usage": ("USAGE-COMPLETION-TOKENS",),
     # A usage chunk is also shown wrong by the non-streamed answer to the same request,
     # when both have the same text and the counts differ.

@@ -2,17 +2,21 @@
 requirement (conformance/attribution.py), on synthetic exchanges judged into Results.
 
 The fault corpus (tests/test_fault_corpus.py) runs the same shapes on the reference
-target: usage-completion-off-by-one and stream-logprobs-cumulative.
+target: usage-completion-off-by-one and stream-logprobs-cumulative. LiteLLM's shapes of
+issue 25 are built from its recorded answers (tests/transcripts/litellm/), and one suite
+run on the reference target shows a witness nobody formed (the stream twin not played).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from support import judge
+import pytest
+from support import Targets, judge, target_args
 from synthetic import body_exchange, chunks_for, completion_for, req, stream_exchange
 
 from conformance.attribution import ATTRIBUTION, attribute
@@ -22,6 +26,7 @@ from conformance.checks.invariants import STREAM_TWIN_TAG
 from conformance.exchange import Exchange
 from conformance.judging.record import ScenarioRun
 from conformance.judging.wire import exchange_from_wire
+from conformance.plugin import SUITE_DIR
 from conformance.requirements import REGISTRY, load_checks
 from conformance.results import Results
 from conformance.spec import load_spec
@@ -367,6 +372,8 @@ def test_a_body_cut_by_a_bound_is_http_complete_alone() -> None:
 # -- LiteLLM's mock (issue 25): the body's usage is its constant 20 --------------------------
 
 LITELLM = Path(__file__).resolve().parent / "transcripts" / "litellm"
+EIGHT = [f" w{i}" for i in range(8)]
+INCLUDE_USAGE = {"stream": True, "stream_options": {"include_usage": True}}
 
 
 def litellm_mock(max_tokens: int = 8) -> tuple[Exchange, Exchange, Exchange]:
@@ -415,6 +422,20 @@ def test_the_mocks_constant_body_usage_is_usage_max_tokens_alone() -> None:
     assert default_note == ["1 finding(s) not judged: usage shown wrong by USAGE-MAX-TOKENS"]
 
 
+def test_a_body_count_short_of_its_own_tokens_is_not_also_the_chunks_finding() -> None:
+    # The body's count is one short of its own logprobs (FastChat's loop index, body only);
+    # the usage chunk counts the same text right: USAGE-COMPLETION-TOKENS' defect alone.
+    twin_case = req(max_tokens=8, logprobs=1)
+    streamed = req(max_tokens=8, logprobs=1, **INCLUDE_USAGE, tags={STREAM_TWIN_TAG})
+    results = run_related(
+        body_exchange(twin_case, off_by_one(completion_for(twin_case, EIGHT))),
+        stream_exchange(streamed, chunks_for(streamed, EIGHT)),
+    )
+    assert {"USAGE-COMPLETION-TOKENS", "STREAM-USAGE-MATCHES"} <= failing(results)
+    attribute(results)
+    assert failing(results) == {"USAGE-COMPLETION-TOKENS"}
+
+
 def test_counts_that_agree_past_max_tokens_keep_the_declared_default() -> None:
     # The fault exceed-max-tokens: the target generates past every limit and counts it
     # right in both modes (11 tokens for max_tokens 8, 19 without max_tokens); running past
@@ -439,9 +460,6 @@ def test_counts_that_agree_past_max_tokens_keep_the_declared_default() -> None:
 
 
 # -- a witness nobody formed (issue 25, LiteLLM forwarding at concurrency 16) ---------------
-
-EIGHT = [f" w{i}" for i in range(8)]
-INCLUDE_USAGE = {"stream": True, "stream_options": {"include_usage": True}}
 
 
 def invented_usage_run(*, twin_cut: bool, shard: str | None = None) -> Results:
@@ -514,3 +532,21 @@ def test_what_a_shard_withheld_is_evidence_in_the_merge() -> None:
     assert "MAX-TOKENS-DEFAULT" not in failing(merged)
     witnesses = [r["witness"] for r in merged.meta[ATTRIBUTION]]
     assert witnesses == ["stream-logprobs", "twin-usage", "usage"]
+
+
+def test_a_run_whose_stream_twin_never_ran_does_not_charge_the_usage_chunk(
+    pytester: pytest.Pytester, targets: Targets
+) -> None:
+    """End to end on the reference target: its usage chunk counts one token short (fault
+    stream-usage-counts-less, LiteLLM's invented count), and the stream twin that would
+    show it is not played. "length after 7 token(s)" is withheld, not charged."""
+    url = targets.get("aihubmix", "stream-usage-counts-less").server.url
+    out = pytester.path / "out"
+    pytester.runpytest_inprocess(
+        str(SUITE_DIR), "-p", "no:cacheprovider", "--max-examples", "3", "--spec", "aihubmix",
+        *target_args(url), "--report-dir", str(out), "-k", "not stream_matches_non_stream",
+    )  # fmt: skip
+    results = json.loads((out / "results.json").read_text())
+    finish = next(t for t in results["requirements"] if t["id"] == "STREAM-FINISH-LENGTH")
+    assert finish["failed"] == 0
+    assert finish["not_judged"] and "stream-usage never formed" in finish["not_judged"][0]

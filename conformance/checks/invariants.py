@@ -14,7 +14,7 @@ from itertools import pairwise
 from conformance.checks.common import choices_of, completion, declares, is_int, says
 from conformance.checks.logprobs import arrays, logprobs_objects, path_of, requested_logprobs
 from conformance.checks.semantics import choices_placed
-from conformance.checks.tokens import USAGE_TEXT, include_usage, overrun
+from conformance.checks.tokens import USAGE_TEXT, include_usage, overrun, undercount
 from conformance.checks.views import answer, answer_of, by_index, labelled, usage_of
 from conformance.exchange import Exchange
 from conformance.requirements import Context, Level, Unsupported, Violation, requirement
@@ -115,20 +115,22 @@ def stream_usage_matches(ctx: Context) -> None:
     same = [texts.get(c["index"]) == c.get("text") for _, c in streamed.choices]
     if not same or not all(same) or len(same) != len(texts):
         return  # different text is STREAM-MATCHES-NONSTREAM's; counts may differ with it
-    # The other way round: the body counts past max_tokens the text this chunk counts within
-    # it (LiteLLM's mock: 20 for 8). That count is USAGE-MAX-TOKENS' finding on the twin;
-    # this one rests on it ("twin-usage", withheld by conformance.attribution), and so
-    # shows the body's usage wrong. A body that visibly ran past the limit shows no count.
-    theirs_over = overrun(ctx, plain)
-    if theirs_over is not None and theirs_over.witness != "usage":
+    # The other way round: the body's count is wrong by a rule of its own, past max_tokens
+    # for the text this chunk counts within it (LiteLLM's mock: 20 for 8; USAGE-MAX-TOKENS'
+    # finding on the twin) or short of its own text (USAGE-COMPLETION-TOKENS'). This one
+    # rests on it ("twin-usage", withheld by conformance.attribution), and so shows the
+    # body's usage wrong. A body that visibly ran past the limit shows no count at all.
+    over = overrun(ctx, plain)
+    if over is not None and over.witness != "usage":
         return
+    wrong = over or undercount(ctx, plain)
     raise Violation(
         f"the usage chunk counts {ours} completion tokens, the non-streamed answer to the "
         f"same request {theirs}, for the same text",
         path="usage.completion_tokens",
         expected=theirs,
         actual=ours,
-        witness=None if theirs_over is None else "twin-usage",
+        witness=None if wrong is None else "twin-usage",
     )
 
 
