@@ -18,6 +18,7 @@ text, and never both one choice:
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from typing import Any
 
 from conformance.checks.common import choices_of, declares, is_int, says
@@ -61,7 +62,7 @@ def _pieces(ctx: Context, index: int) -> list[str]:
 
 def _each_repeats_the_last(pieces: list[str]) -> bool:
     return len(pieces) >= 2 and all(
-        b.startswith(a) and len(b) > len(a) for a, b in zip(pieces, pieces[1:], strict=False)
+        b.startswith(a) and len(b) > len(a) for a, b in pairwise(pieces)
     )
 
 

@@ -37,9 +37,11 @@ from conformance.checks.semantics import (
     check_finish_enum,
     declared_finish_reasons,
     finish_reasons,
+    misplaced,
 )
 from conformance.checks.tokens import check_usage_total, include_usage
 from conformance.checks.views import (
+    assemble,
     by_index,
     expected_choices,
     framed,
@@ -281,7 +283,8 @@ def stream_consistent_ids(ctx: Context) -> None:
     "STREAM-INDEXES",
     level=MUST,
     area="streaming",
-    statement="The streamed choice indexes cover exactly 0..prompts × n - 1.",
+    statement="The streamed choice indexes cover exactly 0..prompts × n - 1, and each choice "
+    "streams at the index of its prompt (index // n; shown by echo).",
     source="spec text: CreateCompletionRequest.n; OpenAI clients assemble streamed choices "
     "by index",
     evidence="spec-text",
@@ -304,6 +307,9 @@ def stream_indexes_cover(ctx: Context) -> None:
             expected=list(range(want)),
             actual=got,
         )
+    problem = misplaced(ctx, assemble(stream_view(ctx.exchange)))
+    if problem is not None:
+        raise problem
 
 
 @requirement(

@@ -118,6 +118,17 @@ def overrun(ctx: Context, ans: Answer) -> Violation | None:
                     expected="" if not echoed(ctx) else "the prompt alone",
                     actual=choice.get("text"),
                 )
+        for name, choice in ans.choices:
+            # "stop": an end-of-text token or a stop sequence was generated, though nothing
+            # may be; where the text cannot show it (a token-id prompt echoed), this does.
+            if choice.get("finish_reason") == "stop":
+                return Violation(
+                    f'max_tokens=0 but {name} finished with "stop": the model generated until '
+                    'it stopped (max_tokens 0 generates nothing and finishes with "length")',
+                    path=f"{path_of(name)}.finish_reason",
+                    expected="length",
+                    actual="stop",
+                )
     return None
 
 
@@ -327,7 +338,7 @@ def undercount(ctx: Context, ans: Answer) -> Violation | None:
     level=MUST,
     statement="No choice generates more than max_tokens tokens: completion_tokens <= "
     "max_tokens × choices (× best_of candidates), per choice where logprobs show it, and "
-    "nothing beyond the echoed prompt for max_tokens 0.",
+    'for max_tokens 0 nothing beyond the echoed prompt and no "stop" finish.',
     source=SPEC_TEXT + ".max_tokens",
     evidence="spec-text",
     stated=says("max_tokens", r"maximum number of .{0,40}tokens.{0,60}generated"),

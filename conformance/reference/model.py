@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 __all__ = [
+    "ACCENTED",
     "DEFAULT_PROMPT",
     "EOS_ID",
     "EOS_PROBABILITY",
@@ -46,7 +47,6 @@ __all__ = [
     "MIN_NATURAL_TOKENS",
     "VOCAB",
     "VOCAB_SIZE",
-    "ACCENTED",
     "Completion",
     "Prompt",
     "Token",
