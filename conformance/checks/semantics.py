@@ -148,6 +148,35 @@ def stops(ctx: Context) -> list[str]:
     return [s for s in listed if isinstance(s, str) and s and "\ufffd" not in s]
 
 
+#: A suffix this long does not end a generated text by chance.
+DISTINCTIVE_SUFFIX = 8
+
+
+def request_suffix(ctx: Context) -> str | None:
+    suffix = ctx.case.body.get("suffix")
+    return suffix if isinstance(suffix, str) and suffix else None
+
+
+def suffix_appended(ctx: Context, choice: dict[str, Any]) -> bool:
+    """The choice's text is its completion with the request's suffix added after it.
+
+    Shown when the text ends with a suffix too long to end it by chance, or with any
+    suffix when the logprobs tokens spell the text without it, or the completion is the
+    suffix alone under max_tokens 0 (nothing was to be generated).
+    """
+    suffix, text = request_suffix(ctx), choice.get("text")
+    if suffix is None or not isinstance(text, str) or not text.endswith(suffix):
+        return False
+    if len(suffix) >= DISTINCTIVE_SUFFIX:
+        return True
+    if ctx.case.int_param("max_tokens") == 0 and completion_part(ctx, choice) == suffix:
+        return True
+    lp = choice.get("logprobs")
+    tokens = lp.get("tokens") if isinstance(lp, dict) else None
+    spelled = isinstance(tokens, list) and all(isinstance(t, str) for t in tokens)
+    return spelled and "".join(tokens) + suffix == text  # type: ignore[arg-type]
+
+
 @requirement(
     "RESP-CREATED",
     level=MUST,
@@ -341,6 +370,31 @@ def stop_absent(ctx: Context, ans: Answer) -> None:
                     path=f"{path_of(name)}.text",
                     actual=stop,
                 )
+
+
+@in_both_modes(
+    "SUFFIX-ABSENT",
+    "STREAM-SUFFIX-ABSENT",
+    level=MUST,
+    statement="The request's `suffix` is not appended to a returned text: it comes after "
+    "the completion, which is the text inserted before it.",
+    source=SPEC_TEXT + ".suffix (The suffix that comes after a completion of inserted text)",
+    evidence="spec-text",
+    stated=says("suffix", r"comes after a completion"),
+    otherwise="openai-contract",
+    scope=declares("suffix"),
+    when=lambda ctx: request_suffix(ctx) is not None,
+)
+def suffix_absent(ctx: Context, ans: Answer) -> None:
+    for name, choice in ans.choices:
+        if suffix_appended(ctx, choice):
+            suffix = request_suffix(ctx) or ""
+            raise Violation(
+                f"{name}.text ends with the request's suffix {suffix[:40]!r}: the suffix comes "
+                "after the completion, it is not part of the text",
+                path=f"{path_of(name)}.text",
+                actual=choice.get("text"),
+            )
 
 
 @requirement(

@@ -21,7 +21,9 @@ from conformance.checks.semantics import (
     completion_part,
     declared_finish_reasons,
     finish_reasons,
+    request_suffix,
     stops,
+    suffix_appended,
 )
 from conformance.checks.views import (
     Answer,
@@ -111,7 +113,8 @@ def overrun(ctx: Context, ans: Answer) -> Violation | None:
     if limit == 0:
         for name, choice in ans.choices:
             part = completion_part(ctx, choice)
-            if part:
+            # The suffix alone appended is SUFFIX-ABSENT's: nothing was generated.
+            if part and not (suffix_appended(ctx, choice) and part == request_suffix(ctx)):
                 return Violation(
                     f"max_tokens=0 but {name} generated {len(part)} characters: {part[:40]!r}",
                     path=f"{path_of(name)}.text",
