@@ -44,6 +44,10 @@ SHOWN_BY: dict[str, tuple[str, ...]] = {
     # checks judge, and on the placement CHOICES-INDEX judges (a choice at another prompt's
     # index, numbered as the choices finished, covers that other prompt's positions).
     "echo": ("ECHO-PREFIX", "STREAM-ECHO-PREFIX", "CHOICES-INDEX"),
+    # Whether max_tokens 0 is honoured: a "stop" under it on a text that cannot show what
+    # was generated (an echoed token-id prompt) is the ignored limit the max_tokens
+    # requirements show on the answers that can.
+    "max-tokens-0": ("USAGE-MAX-TOKENS", "STREAM-MAX-TOKENS"),
     # Whether echo + logprobs cover the prompt: tokens that spell only the generated text
     # are that requirement's defect, not a second one of LOGPROBS-TOKENS-TEXT.
     "echo-logprobs": ("ECHO-LOGPROBS-PROMPT",),

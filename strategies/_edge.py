@@ -249,6 +249,15 @@ def _stream_edges(plan: Plan, view: SchemaView) -> list[tuple[str, dict[str, Any
     placed = _placed(plan, view)
     if placed is not None:
         edges.append(("stream with 2 text prompts, n=2, echo", {"stream": True, **placed}))
+    for name, branch in plan.text_branches:
+        suffix = largest(branch, TEXT_CAPS[name]) if name == "suffix" else None
+        if suffix:
+            edges.append(
+                (
+                    f"stream with a suffix ({len(suffix)} characters)",
+                    {"stream": True, "suffix": suffix},
+                )
+            )
     return edges
 
 
