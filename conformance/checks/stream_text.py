@@ -61,8 +61,12 @@ def _pieces(ctx: Context, index: int) -> list[str]:
 
 
 def _each_repeats_the_last(pieces: list[str]) -> bool:
-    return len(pieces) >= 2 and all(
-        b.startswith(a) and len(b) > len(a) for a, b in pairwise(pieces)
+    """Every chunk text starts with the whole one before it and adds to it; the first holds
+    a word (newline tokens "\n", "\n\n", ... may well grow one from the other)."""
+    return (
+        len(pieces) >= 2
+        and bool(pieces[0].strip())
+        and all(b.startswith(a) and len(b) > len(a) for a, b in pairwise(pieces))
     )
 
 
