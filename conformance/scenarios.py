@@ -290,7 +290,7 @@ def _stream_twin(item: ItemRun, _: Any) -> None:
     from conformance.checks.streaming import TWIN_TAG
 
     spec = item.spec
-    body = _greedy(item.settings, "Describe the Rhône in a few words:")
+    body = _greedy(item.settings, "Describe the river Rhône in a few words:")
     plain = case(spec, body, label="stream probe: non-streamed twin")
     usage = {"stream_options": {"include_usage": True}}
     streamed = case(
