@@ -112,10 +112,9 @@ def misplaced(ctx: Context, choices: Labelled) -> Violation | None:
     at all is ECHO-PREFIX's.
     """
     prompts, n = ctx.case.prompts, ctx.case.n
-    if not echoed(ctx) or len(set(map(str, prompts))) < 2:
+    # A token-id prompt's echo cannot be told from the text; one prompt has one place.
+    if not echoed(ctx) or not all(isinstance(p, str) for p in prompts) or len(set(prompts)) < 2:
         return None
-    if not all(isinstance(p, str) for p in prompts):
-        return None  # a token-id prompt's echo cannot be told from the text
     for name, choice in choices:
         index, text = choice.get("index"), choice.get("text")
         if not is_int(index) or not isinstance(text, str) or not 0 <= index // n < len(prompts):
@@ -173,8 +172,9 @@ def suffix_appended(ctx: Context, choice: dict[str, Any]) -> bool:
         return True
     lp = choice.get("logprobs")
     tokens = lp.get("tokens") if isinstance(lp, dict) else None
-    spelled = isinstance(tokens, list) and all(isinstance(t, str) for t in tokens)
-    return spelled and "".join(tokens) + suffix == text  # type: ignore[arg-type]
+    if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+        return False
+    return "".join(tokens) + suffix == text
 
 
 @requirement(
