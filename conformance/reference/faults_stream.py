@@ -4,10 +4,11 @@ Each transformer takes and returns a stream's payload list (``stream`` stage: ch
 raw strings, ``DONE``); see ``registry``. The text faults change only the text a client
 assembles, each the way a real server got it wrong (issue 25): chunks that repeat all the
 text so far, tokens decoded without their leading space (SentencePiece's "▁" dropped per
-token), and multi-byte characters decoded one token at a time into U+FFFD. They leave an
-echoed prompt alone (servers send it as given); a token decoded wrong is wrong in the
-logprobs too, with offsets that follow the text sent, so the stream is consistent in itself
-and only the same request answered whole shows the defect.
+token), and multi-byte characters decoded one token at a time into U+FFFD. The last two
+leave an echoed prompt alone (servers send it as given) and decode the logprobs tokens the
+same way, with offsets that follow the text sent: the stream is consistent in itself, and
+only the same request answered whole shows the defect. Cumulative text keeps each chunk's
+own logprobs (the text alone is accumulated).
 """
 
 from __future__ import annotations
