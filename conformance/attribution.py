@@ -48,9 +48,15 @@ SHOWN_BY: dict[str, tuple[str, ...]] = {
     # A usage chunk is also shown wrong by the non-streamed answer to the same request,
     # when both have the same text and the counts differ.
     "stream-usage": ("USAGE-COMPLETION-TOKENS", "STREAM-USAGE-MATCHES"),
-    # Whether the prompt was echoed at all: a token-id prompt's echo cannot be read from
-    # the text, so ECHO-LOGPROBS-PROMPT leans on the echo the prefix checks judge.
-    "echo": ("ECHO-PREFIX", "STREAM-ECHO-PREFIX"),
+    # Whether the prompt was echoed at all, and at its index: a token-id prompt's echo
+    # cannot be read from the text, so ECHO-LOGPROBS-PROMPT leans on the echo the prefix
+    # checks judge, and on the placement CHOICES-INDEX judges (a choice at another prompt's
+    # index, numbered as the choices finished, covers that other prompt's positions).
+    "echo": ("ECHO-PREFIX", "STREAM-ECHO-PREFIX", "CHOICES-INDEX"),
+    # Whether max_tokens 0 is honoured: a "stop" under it on a text that cannot show what
+    # was generated (an echoed token-id prompt) is the ignored limit the max_tokens
+    # requirements show on the answers that can.
+    "max-tokens-0": ("USAGE-MAX-TOKENS", "STREAM-MAX-TOKENS"),
     # Whether echo + logprobs cover the prompt: tokens that spell only the generated text
     # are that requirement's defect, not a second one of LOGPROBS-TOKENS-TEXT.
     "echo-logprobs": ("ECHO-LOGPROBS-PROMPT",),

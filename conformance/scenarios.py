@@ -375,13 +375,15 @@ def _stream_twin(item: ItemRun, _: Any) -> None:
     the non-streamed one; a third copy asks for `n: 2` with one token each, so that its
     prompt_tokens is compared with the n=1 count of the same prompt (checks.invariants).
     None depends on another's answer, so all go out at once; each copy is judged after
-    the plain twin, against it.
+    the plain twin, against it. The prompt names a river spelled with a non-ASCII letter,
+    which an answer tends to repeat: a stream that breaks multi-byte UTF-8 then shows it
+    (checks.stream_text).
     """
     from conformance.checks.invariants import N_TWIN_TAG
     from conformance.checks.streaming import TWIN_TAG
 
     spec = item.spec
-    body = _greedy(item.settings, "Describe a river in a few words:")
+    body = _greedy(item.settings, "Describe the river Rhône in a few words:")
     plain = case(spec, body, label="stream probe: non-streamed twin")
     usage = {"stream_options": {"include_usage": True}}
     streamed = case(

@@ -31,6 +31,11 @@ UNICODE_PROMPTS = (
     ("prompt with U+2028/U+2029", "line one\u2028line two\u2029next paragraph"),
     ("combining marks and CJK prompt", "e\u0301 n\u0303 Z\u0337 你好，世界"),
 )
+#: Two prompts, neither the start of the other, for the choices of n with echo: each
+#: choice's text shows which prompt it answers, so a choice at the wrong index shows
+#: (OpenAI: choice j of prompt i at i × n + j). The first is the longer by 7 tokens, so a
+#: server that numbers choices as they finish puts the second's first.
+PLACED_PROMPTS = ("Count: 1 2 3 4 5 6 7 8", BASE_PROMPT)
 
 
 def _prompt_edges(plan: Plan, view: SchemaView) -> list[tuple[str, dict[str, Any]]]:
@@ -81,6 +86,9 @@ def _prompt_edges(plan: Plan, view: SchemaView) -> list[tuple[str, dict[str, Any
             many["n"] = n_for_three
         what = "text" if branch.form == "strings" else "token"
         edges.append((f"{len(high)} {what} prompts, the most choices", many))
+        placed = _placed(plan, view)
+        if branch.form == "strings" and placed is not None:
+            edges.append(("2 text prompts, n=2, echo: each choice echoes its own prompt", placed))
     if view.accepts("prompt", None):
         edges.append(("null prompt (the spec's default)", {"prompt": None}))
     return edges
@@ -209,7 +217,16 @@ def _feature_edges(plan: Plan, view: SchemaView) -> list[tuple[str, dict[str, An
     return edges
 
 
-def _stream_edges(plan: Plan) -> list[tuple[str, dict[str, Any]]]:
+def _placed(plan: Plan, view: SchemaView) -> dict[str, Any] | None:
+    """Two text prompts, n=2 and echo, where the spec allows them (see PLACED_PROMPTS)."""
+    prompts = list(PLACED_PROMPTS)
+    two = plan.n is not None and plan.n[0] <= 2 <= plan.n[1]
+    if not (plan.echo and two and view.accepts("prompt", prompts)):
+        return None
+    return {"prompt": prompts, "n": 2, "echo": True}
+
+
+def _stream_edges(plan: Plan, view: SchemaView) -> list[tuple[str, dict[str, Any]]]:
     """Streamed requests: plain, with each include_usage, and with the other features."""
     if not plan.stream:
         return []
@@ -229,6 +246,18 @@ def _stream_edges(plan: Plan) -> list[tuple[str, dict[str, Any]]]:
         mixed["stop"] = ["\n", "."][: max(plan.stop_items[0], min(2, plan.stop_items[1]))]
     if len(mixed) > 1:
         edges.append(("stream with n, logprobs, echo and stop", mixed))
+    placed = _placed(plan, view)
+    if placed is not None:
+        edges.append(("stream with 2 text prompts, n=2, echo", {"stream": True, **placed}))
+    for name, branch in plan.text_branches:
+        suffix = largest(branch, TEXT_CAPS[name]) if name == "suffix" else None
+        if suffix:
+            edges.append(
+                (
+                    f"stream with a suffix ({len(suffix)} characters)",
+                    {"stream": True, "suffix": suffix},
+                )
+            )
     return edges
 
 
@@ -276,7 +305,7 @@ def edge_requests(
         *_count_edges(plan),
         *_feature_edges(plan, view),
         *_sampling_edges(plan),
-        *_stream_edges(plan),
+        *_stream_edges(plan, view),
         *_null_edges(view),
     ]
     cases = []

@@ -17,6 +17,9 @@ from conformance.scenarios import across_words
 
 FLAVORS = ("aihubmix", "nscale")
 LOGPROBS = {"logprobs": 2, "max_tokens": 6}
+#: Two prompts with n=2 and echo: each choice's text shows where it belongs.
+PLACED = {"prompt": ["Count: 1 2 3 4 5 6 7 8", "Say hi"], "n": 2, "echo": True}
+STOP = " fola"  # the third word of the greedy completion of support.case's prompt
 
 # (fault, request fields, failing requirements, flavors where it applies)
 ROWS: list[tuple[str, dict[str, Any], set[str], tuple[str, ...]]] = [
@@ -45,6 +48,14 @@ ROWS: list[tuple[str, dict[str, Any], set[str], tuple[str, ...]]] = [
     ("text-offset-decreasing", LOGPROBS, {"LOGPROBS-OFFSETS"}, FLAVORS),
     ("tokens-mismatch-text", LOGPROBS, {"LOGPROBS-TOKENS-TEXT"}, FLAVORS),
     ("capability-500", {"best_of": 2}, {"VALID-NO-5XX"}, FLAVORS),
+    # Issue 25's shapes: placement shown by echo, the suffix, stop as "length", max_tokens 0.
+    ("choices-choice-major", PLACED, {"CHOICES-INDEX"}, FLAVORS),
+    ("choices-finish-order", PLACED, {"CHOICES-INDEX"}, FLAVORS),
+    ("suffix-appended", {"suffix": " (the end)"}, {"SUFFIX-ABSENT"}, FLAVORS),
+    # A short suffix the logprobs show added: LOGPROBS-TOKENS-TEXT leaves it.
+    ("suffix-appended", {"suffix": "!", **LOGPROBS}, {"SUFFIX-ABSENT"}, FLAVORS),
+    ("stop-finish-length", {"stop": [STOP], **LOGPROBS}, {"FINISH-LENGTH"}, FLAVORS),
+    ("max-tokens-zero-unlimited", {"max_tokens": 0}, {"USAGE-MAX-TOKENS"}, FLAVORS),
 ]
 
 

@@ -18,6 +18,7 @@ import pytest
 from support import API_KEY, FAST_LIMITS, Target, Targets, case, failed, judge, must_failures
 
 from conformance.case import Case
+from conformance.checks.stream_text import corruption
 from conformance.checks.streaming import TWIN_TAG
 from conformance.client import Client, Limits
 from conformance.engine import Run, Settings
@@ -28,6 +29,8 @@ from conformance.reference import FAULTS, TOLERATED
 FLAVORS = ("aihubmix", "nscale")
 USAGE = {"stream_options": {"include_usage": True}}
 STOP = " fola"  # the third word of the greedy completion of support.case's prompt
+#: Two prompts with n=2 and echo: each choice's text shows where it belongs.
+PLACED = {"prompt": ["Count: 1 2 3 4 5 6 7 8", "Say hi"], "n": 2, "echo": True}
 
 
 class _Targets(Targets):
@@ -93,6 +96,17 @@ PROOFS = [
     Proof("STREAM-USAGE", "stream-usage-misplaced", "comes before the content", USAGE),
     Proof("STREAM-USAGE", "stream-usage-every-chunk", "chunks carry a usage object", USAGE),
     Proof("STREAM-USAGE", "usage-arithmetic", "total_tokens 7 != prompt_tokens 2", USAGE),
+    Proof("STREAM-USAGE", "stream-usage-twice", "2 chunks carry a usage object", USAGE),
+    Proof("STREAM-INDEXES", "choices-choice-major", "echoes prompt 1 'Say hi'", PLACED),
+    Proof(
+        "STREAM-SUFFIX-ABSENT", "suffix-appended", "the request's suffix", {"suffix": " (the end)"}
+    ),
+    Proof(
+        "STREAM-TEXT-INTACT",
+        "stream-text-cumulative",
+        "repeats all the text before it",
+        {"max_tokens": 8},
+    ),
     Proof("STREAM-USAGE-UNREQUESTED", "stream-usage-unrequested", "not requested"),
     Proof("STREAM-ERROR-EVENT", "stream-error-event", "'upstream failed'"),
     Proof(
@@ -147,9 +161,9 @@ def test_finish_enum_does_not_apply_without_an_enum(targets: Targets) -> None:
     assert "STREAM-FINISH-ENUM" not in findings
 
 
-def _twin_probe(target: Target) -> dict[str, Any]:
+def _twin_probe(target: Target, **extra: Any) -> dict[str, Any]:
     """Ask without streaming, then the same request streamed; judge the stream."""
-    body = {"max_tokens": 6, "temperature": 0, "seed": 7, "n": 2}
+    body = {"max_tokens": 6, "temperature": 0, "seed": 7, "n": 2, **extra}
     twin = target.send(case(mode="probe", **body))
     probe = Case({**twin.case.body, "stream": True}, mode="probe", tags=frozenset({TWIN_TAG}))
     return target.judge(probe, related=(twin,))
@@ -163,6 +177,61 @@ def test_stream_matches_its_non_streamed_twin(targets: Targets, flavor: str) -> 
     findings = _twin_probe(targets.get(flavor, "stream-text-differs"))
     assert failed(findings) == {"STREAM-MATCHES-NONSTREAM"}
     assert "differs from the non-streamed text" in findings["STREAM-MATCHES-NONSTREAM"].message
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+@pytest.mark.parametrize(
+    ("fault", "words"),
+    [
+        ("stream-text-cumulative", "repeats all the text before it"),
+        ("stream-leading-space-dropped", "lost their leading space"),
+        ("stream-utf8-replaced", "multi-byte UTF-8 characters were broken apart"),
+    ],
+)
+def test_a_corrupted_stream_text_is_stream_text_intacts_alone(
+    targets: Targets, fault: str, words: str, flavor: str
+) -> None:
+    # A non-ASCII prompt: the reference model answers it with accented words.
+    findings = _twin_probe(targets.get(flavor), prompt="Describe the Rhône:")
+    assert findings["STREAM-TEXT-INTACT"].outcome == "passed"
+    assert failed(findings) == set()
+    findings = _twin_probe(targets.get(flavor, fault), prompt="Describe the Rhône:")
+    assert failed(findings) == {"STREAM-TEXT-INTACT"}
+    assert words in findings["STREAM-TEXT-INTACT"].message
+    assert findings["STREAM-MATCHES-NONSTREAM"].outcome == "passed"
+
+
+@pytest.mark.parametrize(
+    ("pieces", "twin", "words"),
+    [
+        (["Hi", "Hi there", "Hi there you", "Hi there you all"], None, "cumulative"),
+        ([" a", " a b"], " a b", "cumulative"),
+        (["a", "b"], " a b", "leading space"),
+        ([" caf\ufffd\ufffd", " au lait"], " café au lait", "U+FFFD"),
+        ([" \ufffd\ufffd\ufffd\ufffd wave"], " 🌊 wave", "U+FFFD"),
+    ],
+)
+def test_stream_text_corruptions_are_recognised(
+    pieces: list[str], twin: str | None, words: str
+) -> None:
+    problem = corruption(pieces, "".join(pieces), twin)
+    assert problem is not None and words in problem
+
+
+@pytest.mark.parametrize(
+    ("pieces", "twin"),
+    [
+        (["\n", "\n\n", "\n\n\n", "\n\n\n\n"], None),  # newline tokens may grow
+        ([" the", " they", " they're"], None),  # three by chance, and no twin to tell
+        ([" a", " b"], " a b"),
+        ([" caf\ufffd"], " caf\ufffd"),  # the body has U+FFFD too (llama.cpp's bytes)
+        ([" a", "\nb"], " a b"),  # whitespace changed, none lost: STREAM-MATCHES-NONSTREAM's
+        ([" caf\ufffd x"], " café y"),  # differs beyond the characters
+        ([" x"], " y"),
+    ],
+)
+def test_other_stream_texts_are_not_called_corrupted(pieces: list[str], twin: str | None) -> None:
+    assert corruption(pieces, "".join(pieces), twin) is None
 
 
 #: The legal stream variations of the fault catalogue (seven of them).

@@ -25,6 +25,7 @@ LAYERS = {
     "conformance.option_values": 2,  # checks a Setup before assembly
     "conformance.reference": 2,  # the embedded target: validates with the core and generator
     "conformance.reference.proofs": 3,  # runs the suite against every fault
+    "conformance.reference.proof_table": 3,  # renders docs/proof.md, measures EXACT
     "conformance.runner": 3,
     "conformance.plugin": 3,
     "conformance.options": 3,

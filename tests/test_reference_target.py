@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from itertools import pairwise
 from typing import Any
 
 import httpx
@@ -390,6 +391,19 @@ def test_stream_text_equals_non_streamed_text(post: Post) -> None:
     assert stream_texts(chunks_of(response.text)) == {
         c["index"]: c["text"] for c in body["choices"]
     }
+
+
+def test_a_non_ascii_prompt_is_answered_with_accented_words(post: Post) -> None:
+    # Multi-byte UTF-8 in answers, for a stream to break (fault stream-utf8-replaced); the
+    # tokens are the ASCII prompt's, respelled, so the stream still equals the body.
+    plain = complete(post, prompt="Describe the Rhone:", max_tokens=8, temperature=0)
+    accented = complete(post, prompt="Describe the Rhône:", max_tokens=8, temperature=0)
+    assert plain["choices"][0]["text"].isascii()
+    assert not accented["choices"][0]["text"].isascii()
+    response = post(
+        {"prompt": "Describe the Rhône:", "max_tokens": 8, "temperature": 0, "stream": True}
+    )
+    assert stream_texts(chunks_of(response.text)) == {0: accented["choices"][0]["text"]}
 
 
 def test_stream_echo_comes_first(post: Post) -> None:
@@ -1001,10 +1015,43 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
     "stream-logprobs-cumulative": lambda p: (
         lambda lps: len(lps) > 1 and lps[1]["tokens"][: len(lps[0]["tokens"])] == lps[0]["tokens"]
     )(_streamed_logprobs(p)),
+    # -- issue 25's defect shapes --
+    "stream-usage-twice": lambda p: len(_usage_chunks(p.chunks(**INCLUDE_USAGE))) == 2,
+    "stream-text-cumulative": lambda p: (
+        lambda t: len(t) > 2 and all(b.startswith(a) for a, b in pairwise(t))
+    )(_texts(p.chunks())),
+    "stream-leading-space-dropped": lambda p: (
+        "".join(_texts(p.chunks())) == p.json()["choices"][0]["text"].replace(" ", "")
+    ),
+    "stream-utf8-replaced": lambda p: (
+        "\ufffd" in "".join(_texts(p.chunks(prompt="Rhône")))
+        and "\ufffd" not in p.json(prompt="Rhône")["choices"][0]["text"]
+    ),
+    "choices-choice-major": lambda p: (
+        p.json(**PLACED)["choices"][1]["text"].startswith("Say hi")
+        and _texts(p.chunks(**PLACED), index=1)[0] == "Say hi"
+    ),
+    "choices-finish-order": lambda p: p.json(**PLACED)["choices"][0]["text"].startswith("Say hi"),
+    "stop-finish-length": lambda p: (
+        p.json(stop=[fake.tokenize(p.json()["choices"][0]["text"])[2]])["choices"][0][
+            "finish_reason"
+        ]
+        == "length"
+    ),
+    "max-tokens-zero-unlimited": lambda p: p.json(max_tokens=0)["choices"][0]["text"] != "",
+    "suffix-appended": lambda p: p.json(suffix="!?")["choices"][0]["text"].endswith("!?"),
     "usage-completion-off-by-one": lambda p: (
         lambda b: len(b["choices"][0]["logprobs"]["tokens"]) == b["usage"]["completion_tokens"] + 1
     )(p.json(logprobs=1, max_tokens=4)),
 }
+
+
+PLACED = {"prompt": ["Count: 1 2 3 4 5 6 7 8", "Say hi"], "n": 2, "echo": True}
+
+
+def _texts(items: list[Any], index: int = 0) -> list[str]:
+    """The texts a stream sent for one choice index, in order."""
+    return [c["choices"][0]["text"] for c in _content(items) if c["choices"][0]["index"] == index]
 
 
 def _streamed_logprobs(p: Probe) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from conformance.checks import (  # noqa: F401  (registers on import)
     response,
     sdk,
     semantics,
+    stream_text,
     streaming,
     tokens,
     window,

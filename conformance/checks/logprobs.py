@@ -593,6 +593,9 @@ def check_tokens_text(ctx: Context, choices: Labelled) -> None:
         if tokens is None or not isinstance(text, str):
             continue
         joined = "".join(tokens)
+        suffix = ctx.case.body.get("suffix")
+        if isinstance(suffix, str) and suffix and text == joined + suffix:
+            continue  # the request's suffix appended to the text: SUFFIX-ABSENT's finding
         if joined != text and not spelled_by_fragments(joined, text):
             index = choice.get("index")
             prompt = (

@@ -26,6 +26,8 @@ from conformance.checks.logprobs import echoed, path_of
 from conformance.checks.views import (
     Answer,
     Labelled,
+    answer_of,
+    assemble,
     by_index,
     expected_choices,
     in_both_modes,
@@ -86,15 +88,51 @@ def prompts_known(ctx: Context) -> bool:
 
 
 def choices_placed(ctx: Context) -> bool:
-    """Choices number prompts × n with indexes 0..k-1, so index // n names the prompt.
+    """Choices number prompts × n with indexes 0..k-1, so index // n names the prompt, and
+    no choice echoes another prompt than the one its index names.
 
-    Otherwise CHOICES-COUNT / CHOICES-INDEX report the defect, and a per-prompt check
-    would only blame the wrong prompt.
+    Otherwise CHOICES-COUNT / CHOICES-INDEX (STREAM-INDEXES) report the defect, and a
+    per-prompt check would only blame the wrong prompt.
     """
     if ctx.case.stream:
-        return by_index(ctx)
+        return by_index(ctx) and misplaced(ctx, assemble(stream_view(ctx.exchange))) is None
     indexes = [c.get("index") for c in choices_of(ctx.exchange.json)]
-    return sorted(i for i in indexes if is_int(i)) == list(range(expected_choices(ctx)))
+    if sorted(i for i in indexes if is_int(i)) != list(range(expected_choices(ctx))):
+        return False
+    return misplaced(ctx, labelled(ctx.exchange.json)) is None
+
+
+def misplaced(ctx: Context, choices: Labelled) -> Violation | None:
+    """A choice that echoes another prompt of the request than its own, as a finding.
+
+    OpenAI places choice j of prompt i at index i × n + j, and clients take the prompt as
+    index // n. With echo a choice's text shows its prompt: one that starts with another
+    prompt of the list, not with the one its index names, was placed at the wrong index
+    (choice-major, or in the order the choices finished). One that starts with no prompt
+    at all is ECHO-PREFIX's.
+    """
+    prompts, n = ctx.case.prompts, ctx.case.n
+    # A token-id prompt's echo cannot be told from the text; one prompt has one place.
+    if not echoed(ctx) or not all(isinstance(p, str) for p in prompts) or len(set(prompts)) < 2:
+        return None
+    for name, choice in choices:
+        index, text = choice.get("index"), choice.get("text")
+        if not is_int(index) or not isinstance(text, str) or not 0 <= index // n < len(prompts):
+            continue
+        own = prompts[index // n]
+        if text.startswith(own):
+            continue
+        for i, other in enumerate(prompts):
+            if other and text.startswith(other):
+                return Violation(
+                    f"{name} (index {index}) echoes prompt {i} {other[:40]!r}, not prompt "
+                    f"{index // n} {own[:40]!r}: choice j of prompt i belongs at index "
+                    f"i × n + j (n={n})",
+                    path=f"{path_of(name)}.index",
+                    expected=f"a choice of prompt {index // n}",
+                    actual=f"a choice of prompt {i}",
+                )
+    return None
 
 
 def stops(ctx: Context) -> list[str]:
@@ -107,6 +145,36 @@ def stops(ctx: Context) -> list[str]:
     stop = ctx.case.body.get("stop")
     listed = [stop] if isinstance(stop, str) else stop if isinstance(stop, list) else []
     return [s for s in listed if isinstance(s, str) and s and "\ufffd" not in s]
+
+
+#: A suffix this long does not end a generated text by chance.
+DISTINCTIVE_SUFFIX = 8
+
+
+def request_suffix(ctx: Context) -> str | None:
+    suffix = ctx.case.body.get("suffix")
+    return suffix if isinstance(suffix, str) and suffix else None
+
+
+def suffix_appended(ctx: Context, choice: dict[str, Any]) -> bool:
+    """The choice's text is its completion with the request's suffix added after it.
+
+    Shown when the text ends with a suffix too long to end it by chance, or with any
+    suffix when the logprobs tokens spell the text without it, or the completion is the
+    suffix alone under max_tokens 0 (nothing was to be generated).
+    """
+    suffix, text = request_suffix(ctx), choice.get("text")
+    if suffix is None or not isinstance(text, str) or not text.endswith(suffix):
+        return False
+    if len(suffix) >= DISTINCTIVE_SUFFIX:
+        return True
+    if ctx.case.int_param("max_tokens") == 0 and completion_part(ctx, choice) == suffix:
+        return True
+    lp = choice.get("logprobs")
+    tokens = lp.get("tokens") if isinstance(lp, dict) else None
+    if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+        return False
+    return "".join(tokens) + suffix == text
 
 
 @requirement(
@@ -209,7 +277,8 @@ def choices_count(ctx: Context) -> None:
     "CHOICES-INDEX",
     level=MUST,
     area="semantics",
-    statement="Choice indexes are 0..k-1, each exactly once.",
+    statement="Choice indexes are 0..k-1, each exactly once, and each choice sits at the "
+    "index of its prompt (index // n; shown by echo): choice j of prompt i at i × n + j.",
     source="OpenAI clients place choices by index (prompt = index // n)",
     evidence="client-visible",
     applies=completion,
@@ -222,6 +291,10 @@ def choices_index(ctx: Context) -> None:
             path="choices[].index",
             actual=indexes,
         )
+    if len(indexes) == expected_choices(ctx):
+        problem = misplaced(ctx, labelled(ctx.exchange.json))
+        if problem is not None:
+            raise problem
 
 
 @requirement(
@@ -310,6 +383,31 @@ def stop_in_text(ctx: Context, choices: Labelled) -> tuple[str, str] | None:
     return None
 
 
+@in_both_modes(
+    "SUFFIX-ABSENT",
+    "STREAM-SUFFIX-ABSENT",
+    level=MUST,
+    statement="The request's `suffix` is not appended to a returned text: it comes after "
+    "the completion, which is the text inserted before it.",
+    source=SPEC_TEXT + ".suffix (The suffix that comes after a completion of inserted text)",
+    evidence="spec-text",
+    stated=says("suffix", r"comes after a completion"),
+    otherwise="openai-contract",
+    scope=declares("suffix"),
+    when=lambda ctx: request_suffix(ctx) is not None,
+)
+def suffix_absent(ctx: Context, ans: Answer) -> None:
+    for name, choice in ans.choices:
+        if suffix_appended(ctx, choice):
+            suffix = request_suffix(ctx) or ""
+            raise Violation(
+                f"{name}.text ends with the request's suffix {suffix[:40]!r}: the suffix comes "
+                "after the completion, it is not part of the text",
+                path=f"{path_of(name)}.text",
+                actual=choice.get("text"),
+            )
+
+
 @requirement(
     "STOP-PROBE",
     level=SHOULD,
@@ -341,10 +439,12 @@ def stop_probe(ctx: Context) -> None:
         raise Violation("the probe's answer has no choice", path="choices")
     want = first_text[: first_text.index(stop)]
     got, reason = choices[0].get("text"), choices[0].get("finish_reason")
-    # A value outside the declared enum is FINISH-ENUM's finding: then only the text counts.
+    # A value outside the declared enum is FINISH-ENUM's finding: then only the text counts,
+    # and so it does when FINISH-LENGTH counts fewer tokens than max_tokens under "length".
     allowed = finish_reasons(ctx.spec)
     foreign = bool(allowed) and reason is not None and reason not in allowed
-    if got != want or (reason != "stop" and not foreign):
+    owned = foreign or (reason == "length" and _short_length(ctx))
+    if got != want or (reason != "stop" and not owned):
         raise Violation(
             f"with stop={stop!r} expected text {want!r} and finish_reason 'stop', got {got!r} "
             f"and {reason!r}",
@@ -352,6 +452,20 @@ def stop_probe(ctx: Context) -> None:
             expected={"text": want, "finish_reason": "stop"},
             actual={"text": got, "finish_reason": reason},
         )
+
+
+def _short_length(ctx: Context) -> bool:
+    """FINISH-LENGTH fails this answer: it counts fewer tokens than max_tokens under a
+    "length" finish (a stop honoured but reported as "length" is its finding)."""
+    from conformance.checks import tokens  # tokens imports this module: resolved when judged
+
+    if declares("max_tokens")(ctx.spec) is not None or tokens.max_tokens(ctx) is None:
+        return False
+    try:
+        tokens.finish_length(ctx, answer_of(ctx.exchange))
+    except Violation:
+        return True
+    return False
 
 
 def _valid(ctx: Context) -> bool:

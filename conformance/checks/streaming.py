@@ -4,7 +4,8 @@ The client parses the stream as it arrives (``Exchange.events``, each stamped wi
 arrival time); ``views.stream_view`` reads those events the way an OpenAI client does,
 once per exchange. The rules a stream shares with a body (max_tokens, finish "length",
 stop sequences, echo) are written once in semantics.py and registered under their
-STREAM-* IDs there; the rules here concern what only a stream has.
+STREAM-* IDs there; the rules here concern what only a stream has, and stream_text.py
+judges the text a client assembles against the non-streamed twin.
 
 The checks apply in layers so that one defect is reported once, by the requirement that
 names it: a stream cut short by a bound or a transport error is HTTP-COMPLETE's; a stream
@@ -36,10 +37,11 @@ from conformance.checks.semantics import (
     check_finish_enum,
     declared_finish_reasons,
     finish_reasons,
+    misplaced,
 )
 from conformance.checks.tokens import check_usage_total, include_usage
 from conformance.checks.views import (
-    answer,
+    assemble,
     by_index,
     expected_choices,
     framed,
@@ -281,7 +283,8 @@ def stream_consistent_ids(ctx: Context) -> None:
     "STREAM-INDEXES",
     level=MUST,
     area="streaming",
-    statement="The streamed choice indexes cover exactly 0..prompts × n - 1.",
+    statement="The streamed choice indexes cover exactly 0..prompts × n - 1, and each choice "
+    "streams at the index of its prompt (index // n; shown by echo).",
     source="spec text: CreateCompletionRequest.n; OpenAI clients assemble streamed choices "
     "by index",
     evidence="spec-text",
@@ -304,6 +307,9 @@ def stream_indexes_cover(ctx: Context) -> None:
             expected=list(range(want)),
             actual=got,
         )
+    problem = misplaced(ctx, assemble(stream_view(ctx.exchange)))
+    if problem is not None:
+        raise problem
 
 
 @requirement(
@@ -459,38 +465,3 @@ def stream_logprobs_presence(ctx: Context) -> None:
     # A chunk with only a finish_reason has no tokens, so it need not carry logprobs.
     pieces = stream_view(ctx.exchange).pieces
     check_presence(ctx, [(name, c) for _, name, c in pieces if wanted is None or c.get("text")])
-
-
-def _twin(ctx: Context) -> dict[str, Any] | None:
-    """The non-streamed answer to the same request, when the probe sent one."""
-    if TWIN_TAG not in ctx.case.tags or not ctx.related:
-        return None
-    twin = ctx.related[0]
-    ok = twin.status == 200 and not twin.case.stream and isinstance(twin.json, dict)
-    return twin.json if ok else None
-
-
-@requirement(
-    "STREAM-MATCHES-NONSTREAM",
-    level=SHOULD,
-    area="streaming",
-    statement="At temperature 0 with a fixed seed, each streamed choice's text equals the "
-    "non-streamed text of the same request.",
-    source=STREAM_TEXT + " (partial progress of the same completion); determinism is best "
-    "effort (seed), hence SHOULD",
-    evidence="spec-text",
-    stated=says("stream", r"partial progress"),
-    otherwise="openai-contract",
-    scope=STREAM_SCOPE,
-    applies=lambda ctx: by_index(ctx) and _twin(ctx) is not None,
-)
-def stream_matches_nonstream(ctx: Context) -> None:
-    twin = {c["index"]: c.get("text") for c in choices_of(_twin(ctx)) if is_int(c.get("index"))}
-    for name, choice in answer(ctx).choices:
-        want = twin.get(choice["index"])
-        if isinstance(want, str) and choice["text"] != want:
-            raise Violation(
-                f"{name}.text {_excerpt(choice['text'], 60)} differs from the non-streamed "
-                f"text {_excerpt(want, 60)}",
-                path=f"{name.removeprefix('streamed ')}.text",
-            )

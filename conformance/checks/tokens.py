@@ -21,7 +21,9 @@ from conformance.checks.semantics import (
     completion_part,
     declared_finish_reasons,
     finish_reasons,
+    request_suffix,
     stops,
+    suffix_appended,
 )
 from conformance.checks.views import (
     Answer,
@@ -111,7 +113,8 @@ def overrun(ctx: Context, ans: Answer) -> Violation | None:
     if limit == 0:
         for name, choice in ans.choices:
             part = completion_part(ctx, choice)
-            if part:
+            # The suffix alone appended is SUFFIX-ABSENT's: nothing was generated.
+            if part and not (suffix_appended(ctx, choice) and part == request_suffix(ctx)):
                 return Violation(
                     f"max_tokens=0 but {name} generated {len(part)} characters: {part[:40]!r}",
                     path=f"{path_of(name)}.text",
@@ -341,6 +344,16 @@ def usage_max_tokens(ctx: Context, ans: Answer) -> None:
         raise problem
 
 
+def _limit_witness(ctx: Context, choice: dict[str, Any], by_usage: bool) -> str | None:
+    """What a finding that max_tokens was reached rests on: the count it read (usage or
+    logprobs); for max_tokens 0 nothing, unless the text cannot show what was generated (an
+    echoed token-id prompt). There a "stop" may be the model stopping after max_tokens 0
+    was ignored, (STREAM-)USAGE-MAX-TOKENS' defect where other answers show it."""
+    if max_tokens(ctx) != 0:
+        return "usage" if by_usage else "logprobs"
+    return "max-tokens-0" if completion_part(ctx, choice) is None else None
+
+
 @in_both_modes(
     "FINISH-LENGTH",
     "STREAM-FINISH-LENGTH",
@@ -394,7 +407,7 @@ def finish_length(ctx: Context, ans: Answer) -> None:
                 path=where,
                 expected="length",
                 actual=reason,
-                witness=None if limit == 0 else ("usage" if name == by_usage else "logprobs"),
+                witness=_limit_witness(ctx, choice, name == by_usage),
             )
         if reason == "length" and count is not None and count < limit:
             raise Violation(

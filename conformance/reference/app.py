@@ -8,8 +8,9 @@ module is routing and middleware; the work is done by one module per job:
 - ``validation``: the request against the flavor's spec (schema, cross-field rules, limits);
 - ``shaping``: generate with the fake ``model``, shape the JSON body or stream payloads;
 - ``framing``: SSE events and their pacing;
-- ``faults`` (``registry``, ``faults_serving``, ``faults_content``): named misbehaviours,
-  transformers folded in at fixed stages; with no fault switched on they change nothing.
+- ``faults`` (``registry``, ``faults_serving``, ``faults_content``, ``faults_stream``,
+  ``faults_request``): named misbehaviours, transformers folded in at fixed stages; with
+  no fault switched on they change nothing.
 
 A completion request flows: auth → admit (rate-limit faults) → validate → model → request
 faults → latency → body or stream → response head.

@@ -11,7 +11,8 @@ streams; "both modes" ones change what is generated, so both kinds of response s
 
 Faults are declared where they are written, with ``registry.fault`` (see ``registry`` for
 the stages they hook into): serving faults in ``faults_serving``, content faults in
-``faults_content``. To add one, write its transformer there under ``@fault(name,
+``faults_content``, the usage chunk and streamed text in ``faults_stream``, request
+parameters honoured wrongly in ``faults_request``. To add one, write its transformer there under ``@fault(name,
 description, stage, ...)``; the catalogue below is built from the registry.
 """
 
@@ -20,7 +21,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 # Importing the definition modules registers their faults.
-from conformance.reference import faults_content, faults_serving  # noqa: F401
+from conformance.reference import (  # noqa: F401
+    faults_content,
+    faults_request,
+    faults_serving,
+    faults_stream,
+)
 from conformance.reference.registry import REGISTRY, ActiveFaults
 
 __all__ = ["CAPABILITY", "FAULTS", "TOLERATED", "activate", "check_faults"]

@@ -340,45 +340,6 @@ def _on_each_choice(update: Callable[[dict[str, Any]], None]) -> Callable[..., I
     return hook
 
 
-@_stream_fault(
-    "stream-usage-unrequested", "A usage chunk is sent although include_usage was not requested."
-)
-def _usage_unrequested(items: Items, ctx: StreamContext) -> Items:
-    if ctx.request.include_usage:
-        return items
-    return [*items[:-1], ctx.usage_chunk, items[-1]]
-
-
-@_stream_fault("stream-usage-missing", "include_usage is requested but no usage chunk is sent.")
-def _usage_missing_chunk(items: Items, ctx: StreamContext) -> Items:
-    return [it for it in items if not is_usage(it)]
-
-
-@_stream_fault("stream-usage-misplaced", "The usage chunk comes before the last content chunk.")
-def _usage_misplaced(items: Items, ctx: StreamContext) -> Items:
-    rest = [it for it in items if not is_usage(it)]
-    if not ctx.request.include_usage:
-        return rest
-    last = max(i for i, it in enumerate(rest) if is_content(it))
-    return [*rest[:last], ctx.usage_chunk, *rest[last:]]
-
-
-@_stream_fault("stream-usage-every-chunk", "Every content chunk carries the usage object.")
-def _usage_every_chunk(items: Items, ctx: StreamContext) -> Items:
-    for it in filter(is_content, items):
-        it["usage"] = dict(ctx.usage)
-    return items
-
-
-@_stream_fault(
-    "stream-usage-empty-object", "Content chunks carry `usage: {}` instead of null or nothing."
-)
-def _usage_empty_object(items: Items, ctx: StreamContext) -> Items:
-    for it in filter(is_content, items):
-        it["usage"] = {}
-    return items
-
-
 @_stream_fault("stream-id-changes", "Each chunk has a different `id`.")
 def _id_changes(items: Items, ctx: StreamContext) -> Items:
     return [{**it, "id": new_id()} if isinstance(it, dict) else it for it in items]

@@ -20,6 +20,10 @@ The model is a toy bigram-ish sampler with honest probabilities:
   longer completion of the same request: ``max_tokens`` and ``stop`` only truncate.
   That is what makes stop probes meaningful (a word picked from a first answer is hit
   at the same place the second time) and streamed text equal to non-streamed text.
+- A prompt holding a non-ASCII character is answered in kind: every generated word is
+  spelled with accents (``e`` as ``é``, ``o`` as ``ö``), so some answers carry multi-byte
+  UTF-8 text for a stream to get wrong. The tokens are the same; only their spelling
+  changes.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 __all__ = [
+    "ACCENTED",
     "DEFAULT_PROMPT",
     "EOS_ID",
     "EOS_PROBABILITY",
@@ -49,6 +54,7 @@ __all__ = [
     "generate",
     "sampler_rng",
     "score_prompt",
+    "spelling",
     "tokenize",
 ]
 
@@ -140,6 +146,9 @@ def _build_vocabulary() -> tuple[str, ...]:
 VOCAB: tuple[str, ...] = _build_vocabulary()
 _VOCAB_INDEX = {text: i for i, text in enumerate(VOCAB)}
 assert len(VOCAB) == VOCAB_SIZE and len(_VOCAB_INDEX) == VOCAB_SIZE
+#: The vocabulary as a prompt with non-ASCII text is answered: two-byte UTF-8 letters.
+_ACCENTS = str.maketrans({"e": "é", "o": "ö"})
+ACCENTED: tuple[str, ...] = (EOS_TEXT, *(word.translate(_ACCENTS) for word in VOCAB[1:]))
 
 # Rank r (1-based) of the ordinary tokens has model probability _PROB[r].
 _WEIGHTS = [0.0] + [1.0 / r**_ZIPF_EXPONENT for r in range(1, _ORDINARY + 1)]
@@ -259,9 +268,9 @@ def _rank_of(a: int, b: int, token_id: int) -> int:
     return 1 + (pow(a, -1, _ORDINARY) * (token_id - 1 - b)) % _ORDINARY
 
 
-def _top(a: int, b: int, k: int) -> dict[str, float]:
-    """The ``k`` most likely tokens of a step, with their logprobs."""
-    return {VOCAB[_token_at(a, b, r)]: _LOGP[r] for r in range(1, min(k, _ORDINARY) + 1)}
+def _top(a: int, b: int, k: int, words: Sequence[str] = VOCAB) -> dict[str, float]:
+    """The ``k`` most likely tokens of a step, with their logprobs, spelled from ``words``."""
+    return {words[_token_at(a, b, r)]: _LOGP[r] for r in range(1, min(k, _ORDINARY) + 1)}
 
 
 @functools.lru_cache(maxsize=128)
@@ -296,6 +305,11 @@ def sampler_rng(
     if seed is not None:
         return random.Random(_hash("seed", seed, prompt.text, index, temperature, top_p))
     return random.Random()
+
+
+def spelling(prompt: Prompt) -> tuple[str, ...]:
+    """How the answer to ``prompt`` spells the vocabulary: accented for non-ASCII prompts."""
+    return ACCENTED if any(ord(ch) > 127 for ch in prompt.text) else VOCAB
 
 
 def _model_key(prompt: Prompt, variant: str) -> bytes:
@@ -344,19 +358,22 @@ def generate(
     natural_stop: bool = True,
     variant: str = "",
     stop_in_one_token: bool = False,
+    stop_finish: str = "stop",
 ) -> Completion:
     """Generate one completion of ``prompt``.
 
     ``rng`` None means greedy decoding. ``top_k`` asks for top-k maps (None: no maps).
     A stop string ends generation and is cut out of the text (``include_stop`` keeps
-    it, ``natural_stop=False`` disables end-of-text draws and ``stop_in_one_token`` matches
-    a stop only inside one token: they exist only so the fault switch can break these
-    rules). ``variant`` perturbs the model itself.
+    it, ``natural_stop=False`` disables end-of-text draws, ``stop_in_one_token`` matches
+    a stop only inside one token and ``stop_finish`` is the finish_reason of a stop
+    sequence's end: they exist only so the fault switch can break these rules).
+    ``variant`` perturbs the model itself.
     """
     stops = tuple(s for s in stop if s)
     longest_stop = max((len(s) for s in stops), default=0)
     cumulative = _cumulative(temperature, top_p) if rng is not None else ()
     key = _model_key(prompt, variant)
+    words = spelling(prompt)
     prev = _last_id(prompt)
     tokens: list[Token] = []
     text = ""
@@ -369,19 +386,19 @@ def generate(
         token_id = _token_at(a, b, rank)
         top = None
         if top_k is not None:
-            top = _top(a, b, top_k)
-            top[VOCAB[token_id]] = _LOGP[rank]
-        tokens.append(Token(VOCAB[token_id], _LOGP[rank], top))
+            top = _top(a, b, top_k, words)
+            top[words[token_id]] = _LOGP[rank]
+        tokens.append(Token(words[token_id], _LOGP[rank], top))
         prev = token_id
         before = len(text)
-        text += VOCAB[token_id]
+        text += words[token_id]
         if stops:
             # Earlier checks found nothing, so a new occurrence must end in this token.
             start = before if stop_in_one_token else max(0, before - longest_stop + 1)
             hit = _find_stop(text, start, stops)
             if hit is not None:
                 end = hit[0] + hit[1] if include_stop else hit[0]
-                return Completion(tuple(_cut(tokens, end)), "stop")
+                return Completion(tuple(_cut(tokens, end)), stop_finish)
     return Completion(tuple(tokens), "length")
 
 

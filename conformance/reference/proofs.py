@@ -12,18 +12,20 @@ unsupported instead. They also run the suite against every legal variation in
 proof here.
 
 ``python -m conformance.reference.proofs --write`` regenerates docs/proof.md;
-``--measure`` runs the suite for every entry and prints ``EXACT`` as source, to paste here
-after a check changes on purpose.
+``--measure`` runs the suite for every entry (``--only FAULT...``: those faults) and prints
+``EXACT`` as source, to paste here after a check changes on purpose (proof_table.py does
+the rendering and the measuring).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from conformance.reference import proof_table
 from conformance.reference.faults import FAULTS, TOLERATED
 
 FLAVORS = ("aihubmix", "nscale")
@@ -145,6 +147,46 @@ PROOFS: tuple[Proof, ...] = (
     _p("VALID-NO-5XX", "token-id-out-of-vocab-500"),
     _p("MAX-TOKENS-DEFAULT", "max-tokens-default-ignored"),
     _p("ECHO-LOGPROBS-PROMPT", "echo-logprobs-completion-only"),
+    # Issue 25's defect shapes (CONTRACT_SHAPES): streamed text, usage chunks, placement.
+    _p("STREAM-TEXT-INTACT", "stream-text-cumulative"),
+    _p("STREAM-TEXT-INTACT", "stream-leading-space-dropped"),
+    _p("STREAM-TEXT-INTACT", "stream-utf8-replaced"),
+    _p("STREAM-USAGE", "stream-usage-twice"),
+    _p("CHOICES-INDEX", "choices-choice-major"),
+    _p("STREAM-INDEXES", "choices-choice-major"),
+    _p("CHOICES-INDEX", "choices-finish-order"),
+    _p("FINISH-LENGTH", "stop-finish-length"),
+    _p("USAGE-MAX-TOKENS", "max-tokens-zero-unlimited"),
+    _p("SUFFIX-ABSENT", "suffix-appended"),
+    _p("STREAM-SUFFIX-ABSENT", "suffix-appended"),
+)
+
+#: Issue 25's defect shapes, each with the fault of the reference target that reproduces
+#: it: each must fail the run under every flavor (and under --spec openai), by the
+#: requirement that owns it (EXACT). "Prompt-major" is read as the issue's name for a
+#: placement that is not OpenAI's i × n + j: the fault puts choice j of prompt i at
+#: j × prompts + i.
+CONTRACT_SHAPES: tuple[tuple[str, str], ...] = (
+    ("`max_tokens` exceeded", "exceed-max-tokens"),
+    ("a stop sequence ignored", "stop-ignored"),
+    ("a stop sequence included in the text", "stop-in-text"),
+    ("echo ignored", "echo-ignored"),
+    ("a stream that leaves out the echoed prompt", "echo-ignored"),
+    ("more logprobs than asked for", "top-logprobs-extra"),
+    ("`total_tokens` not equal to prompt plus completion", "usage-arithmetic"),
+    ("a stream whose chunks carry the cumulative text", "stream-text-cumulative"),
+    ("a stream that drops each token's leading spaces", "stream-leading-space-dropped"),
+    ("a stream that corrupts multi-byte UTF-8 into U+FFFD", "stream-utf8-replaced"),
+    ("the choices of `n` returned prompt-major", "choices-choice-major"),
+    ("choices of a prompt list indexed in finish order", "choices-finish-order"),
+    ("no usage chunk despite `include_usage`", "stream-usage-missing"),
+    ("two usage chunks despite `include_usage`", "stream-usage-twice"),
+    ("prompt tokens counted once per choice", "usage-prompt-per-choice"),
+    ("a stop honoured but reported as `length`", "stop-finish-length"),
+    ('`max_tokens: 0` answered as "no limit"', "max-tokens-zero-unlimited"),
+    ("the request's `suffix` appended to the text", "suffix-appended"),
+    ("`created` in milliseconds", "created-millis"),
+    ("a stream id that changes between chunks", "stream-id-changes"),
 )
 
 
@@ -463,6 +505,54 @@ EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {
         "aihubmix": _s("VALID-NO-5XX"),
         "nscale": _s("VALID-NO-5XX"),
     },
+    # -- issue 25's defect shapes (CONTRACT_SHAPES) --
+    # The twin's text shows each corruption for what it is: STREAM-MATCHES-NONSTREAM leaves
+    # it. The faults keep the streamed logprobs consistent with the text sent.
+    ("stream-text-cumulative", ()): {
+        "aihubmix": _s("STREAM-TEXT-INTACT"),
+        "nscale": _s("STREAM-TEXT-INTACT"),
+    },
+    ("stream-leading-space-dropped", ()): {
+        "aihubmix": _s("STREAM-TEXT-INTACT"),
+        "nscale": _s("STREAM-TEXT-INTACT"),
+    },
+    ("stream-utf8-replaced", ()): {
+        "aihubmix": _s("STREAM-TEXT-INTACT"),
+        "nscale": _s("STREAM-TEXT-INTACT"),
+    },
+    ("stream-usage-twice", ()): {
+        "aihubmix": _s("STREAM-USAGE"),
+        "nscale": _s("STREAM-USAGE"),
+    },
+    # Kept: both modes are placed wrong, and each mode has its owner (as choices-ignore-n).
+    # The per-prompt checks (ECHO-PREFIX, ECHO-LOGPROBS-PROMPT) leave misplaced choices.
+    ("choices-choice-major", ()): {
+        "aihubmix": _s("CHOICES-INDEX", "STREAM-INDEXES"),
+        "nscale": _s("CHOICES-INDEX", "STREAM-INDEXES"),
+    },
+    # Token-id prompts echoed out of place would read as uncovered prompts: that finding of
+    # ECHO-LOGPROBS-PROMPT rests on witness "echo", which CHOICES-INDEX shows wrong.
+    ("choices-finish-order", ()): {
+        "aihubmix": _s("CHOICES-INDEX"),
+        "nscale": _s("CHOICES-INDEX"),
+    },
+    # STOP-PROBE leaves a "length" that FINISH-LENGTH counts short of max_tokens to it.
+    ("stop-finish-length", ()): {
+        "aihubmix": _s("FINISH-LENGTH"),
+        "nscale": _s("FINISH-LENGTH"),
+    },
+    # Kept: one owner per mode. A "stop" under max_tokens 0 on an echoed token-id prompt
+    # (STREAM-FINISH-LENGTH) rests on witness "max-tokens-0", shown wrong by these two.
+    ("max-tokens-zero-unlimited", ()): {
+        "aihubmix": _s("STREAM-MAX-TOKENS", "USAGE-MAX-TOKENS"),
+        "nscale": _s("STREAM-MAX-TOKENS", "USAGE-MAX-TOKENS"),
+    },
+    # Kept: one owner per mode. LOGPROBS-TOKENS-TEXT and the max_tokens 0 rule leave a text
+    # that is the tokens (or nothing) and the suffix.
+    ("suffix-appended", ()): {
+        "aihubmix": _s("STREAM-SUFFIX-ABSENT", "SUFFIX-ABSENT"),
+        "nscale": _s("STREAM-SUFFIX-ABSENT", "SUFFIX-ABSENT"),
+    },
 }
 
 # Legal variations: a correct suite reports no finding on them, under either flavor.
@@ -484,96 +574,18 @@ def unknown_faults() -> set[str]:
     return {p.fault for p in PROOFS} - set(FAULTS)
 
 
-def _others(proof: Proof, flavor: str) -> str:
-    """The exact failures of the proof's fault under a flavor, beside the requirement."""
-    failed = EXACT[proof.key][flavor]
-    others = ", ".join(sorted(failed - {proof.requirement})) or "-"
-    return others if proof.requirement in failed or flavor == proof.flavor else f"(not it) {others}"
-
-
 def render_proof_table(levels: dict[str, str]) -> str:
     """docs/proof.md: requirement × the fault that proves it, from PROOFS and EXACT."""
-    lines = [
-        "# Proof of every requirement",
-        "",
-        "Generated by `python -m conformance.reference.proofs --write` from",
-        "`conformance/reference/proofs.py`; `tests/test_fault_corpus.py` runs the whole suite",
-        "against each faulty reference target under both specs and keeps this table honest:",
-        "the requirement must fail under the proof's flavor (CAPABILITY: be reported",
-        "unsupported), and the requirements failing beside it, at any level, must be exactly",
-        'the ones listed ("-": none, the defect makes one finding; "(not it)": under that',
-        "flavor the requirement itself does not fail). Legal variations at the end must",
-        "produce no finding at all.",
-        "",
-        "| requirement | level | proving fault | flavor | suite options "
-        "| also fails (aihubmix) | also fails (nscale) | result |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for p in sorted(PROOFS, key=lambda p: p.requirement):
-        level = levels.get(p.requirement, "?")
-        result = "reported unsupported" if level == "CAPABILITY" else "fails"
-        lines.append(
-            f"| {p.requirement} | {level} | `{p.fault}` | {p.flavor} | "
-            f"{' '.join(p.args) or '-'} | {_others(p, 'aihubmix')} | {_others(p, 'nscale')} "
-            f"| {result} |"
-        )
-    lines += [
-        "",
-        "## Legal variations (no finding)",
-        "",
-        "| fault | flavors | result |",
-        "| --- | --- | --- |",
-    ]
-    for fault in sorted({f for f, _ in TOLERANCE}):
-        flavors = ", ".join(fl for f, fl in TOLERANCE if f == fault)
-        lines.append(f"| `{fault}` | {flavors} | no finding |")
-    return "\n".join(lines) + "\n"
+    return proof_table.render(levels, PROOFS, EXACT, TOLERANCE)
 
 
-def _levels() -> dict[str, str]:
-    from conformance.requirements import REGISTRY, load_checks
-
-    load_checks()
-    return {rid: r.level.value for rid, r in REGISTRY.items()}
-
-
-def measure(run: Callable[[str, str, tuple[str, ...]], frozenset[str]]) -> str:
-    """``EXACT`` as Python source, from ``run(fault, flavor, args)`` -> failed IDs."""
-    lines = ["EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {"]
-    for fault, args in sorted({p.key for p in PROOFS}):
-        lines.append(f"    ({fault!r}, {args!r}): {{".replace("'", '"'))
-        for flavor in FLAVORS:
-            ids = ", ".join(f'"{rid}"' for rid in sorted(run(fault, flavor, args)))
-            lines.append(f'        "{flavor}": _s({ids}),')
-        lines.append("    },")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
-
-
-def _run_suite(fault: str, flavor: str, args: tuple[str, ...]) -> frozenset[str]:
-    """Run the whole suite in-process against the faulty target; the failed IDs."""
-    import contextlib
-    import io
-    import json
-    import tempfile
-
-    import pytest
-
-    from conformance.plugin import SUITE_DIR
-    from conformance.reference.server import ReferenceServer
-
-    key, model = "sk-proof-key", "reference-model"
-    with (
-        ReferenceServer(flavor, api_key=key, models=(model,), faults=frozenset({fault})) as srv,
-        tempfile.TemporaryDirectory() as out,
-        contextlib.redirect_stdout(io.StringIO()),
-    ):
-        options = ["--max-examples", "3", "--spec", flavor, "--target-url", srv.url]
-        target = ["--model", model, "--api-key", key, "--report-dir", out]
-        quiet = ["-q", "-p", "no:cacheprovider", "--assert=plain"]
-        pytest.main([str(SUITE_DIR), *quiet, *options, *target, *args])
-        results = json.loads((Path(out) / "results.json").read_text())
-    return frozenset(t["id"] for t in results["requirements"] if t["failed"])
+def measure(
+    run: Callable[[str, str, tuple[str, ...]], frozenset[str]], only: Collection[str] = ()
+) -> str:
+    """``EXACT`` as Python source, from ``run(fault, flavor, args)`` -> failed IDs (only the
+    faults named in ``only``, when given: entries to paste over their old ones)."""
+    keys = sorted({p.key for p in PROOFS if not only or p.fault in only})
+    return proof_table.exact_source(keys, FLAVORS, run)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -582,11 +594,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--measure", action="store_true", help="run the suite per fault and print EXACT"
     )
+    parser.add_argument(
+        "--only", nargs="+", default=(), metavar="FAULT", help="with --measure: these faults"
+    )
     args = parser.parse_args(argv)
     if args.measure:
-        sys.stdout.write(measure(_run_suite))
+        sys.stdout.write(measure(proof_table.run_suite, args.only))
         return 0
-    text = render_proof_table(_levels())
+    text = render_proof_table(proof_table.levels())
     if args.write:
         path = Path("docs/proof.md")
         path.write_text(text, encoding="utf-8")

@@ -61,6 +61,8 @@ class Plan:
     logprobs_always: bool = False
     #: max_tokens was left out (or null): ``max_tokens`` is the default.
     default_max_tokens: bool = False
+    #: The finish_reason of a completion that a stop sequence ended.
+    stop_finish: str = "stop"
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +136,7 @@ def generate(request: CompletionRequest, plan: Plan, faults: ActiveFaults) -> li
                 natural_stop=plan.natural_stop,
                 variant=plan.variant,
                 stop_in_one_token=plan.stop_in_one_token,
+                stop_finish=plan.stop_finish,
             )
             for c in range(candidates)
         ]

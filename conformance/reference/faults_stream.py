@@ -1,0 +1,157 @@
+"""Faults of event streams: the usage chunk, and text that assembles wrong.
+
+Each transformer takes and returns a stream's payload list (``stream`` stage: chunk dicts,
+raw strings, ``DONE``); see ``registry``. The text faults change only the text a client
+assembles, each the way a real server got it wrong (issue 25): chunks that repeat all the
+text so far, tokens decoded without their leading space (SentencePiece's "▁" dropped per
+token), and multi-byte characters decoded one token at a time into U+FFFD. The last two
+leave an echoed prompt alone (servers send it as given) and decode the logprobs tokens the
+same way, with offsets that follow the text sent: the stream is consistent in itself, and
+only the same request answered whole shows the defect. Cumulative text keeps each chunk's
+own logprobs (the text alone is accumulated).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from conformance.reference.registry import fault
+from conformance.reference.shaping import StreamContext, is_content, is_usage
+
+Items = list[Any]
+Choice = dict[str, Any]
+
+# --- the usage chunk ---------------------------------------------------------------------
+
+
+@fault(
+    "stream-usage-unrequested",
+    "A usage chunk is sent although include_usage was not requested.",
+    "stream",
+)
+def _usage_unrequested(items: Items, ctx: StreamContext) -> Items:
+    if ctx.request.include_usage:
+        return items
+    return [*items[:-1], ctx.usage_chunk, items[-1]]
+
+
+@fault("stream-usage-missing", "include_usage is requested but no usage chunk is sent.", "stream")
+def _usage_missing_chunk(items: Items, ctx: StreamContext) -> Items:
+    return [it for it in items if not is_usage(it)]
+
+
+@fault("stream-usage-misplaced", "The usage chunk comes before the last content chunk.", "stream")
+def _usage_misplaced(items: Items, ctx: StreamContext) -> Items:
+    rest = [it for it in items if not is_usage(it)]
+    if not ctx.request.include_usage:
+        return rest
+    last = max(i for i, it in enumerate(rest) if is_content(it))
+    return [*rest[:last], ctx.usage_chunk, *rest[last:]]
+
+
+@fault("stream-usage-every-chunk", "Every content chunk carries the usage object.", "stream")
+def _usage_every_chunk(items: Items, ctx: StreamContext) -> Items:
+    for it in filter(is_content, items):
+        it["usage"] = dict(ctx.usage)
+    return items
+
+
+@fault(
+    "stream-usage-empty-object",
+    "Content chunks carry `usage: {}` instead of null or nothing.",
+    "stream",
+)
+def _usage_empty_object(items: Items, ctx: StreamContext) -> Items:
+    for it in filter(is_content, items):
+        it["usage"] = {}
+    return items
+
+
+@fault(
+    "stream-usage-twice",
+    "With include_usage, the usage chunk is sent twice before `data: [DONE]`.",
+    "stream",
+)
+def _usage_twice(items: Items, ctx: StreamContext) -> Items:
+    out: Items = []
+    for it in items:
+        out.append(it)
+        if is_usage(it):
+            out.append(copy.deepcopy(it))
+    return out
+
+
+# --- text that assembles wrong -------------------------------------------------------------
+
+
+def _content_choices(items: Items) -> Iterator[Choice]:
+    for it in items:
+        if is_content(it):
+            yield it["choices"][0]
+
+
+def _generated(items: Items, ctx: StreamContext) -> Iterator[Choice]:
+    """The streamed choices that carry generated text: with echo, each index's first
+    chunk carries the prompt (shaping._choice_chunks) and is left out."""
+    request = ctx.request
+    seen: set[int] = set()
+    for choice in _content_choices(items):
+        index = choice["index"]
+        first = index not in seen
+        seen.add(index)
+        if first and request.echo and request.prompts[index // request.n].tokens:
+            continue
+        yield choice
+
+
+def _each_generated_token(edit: Callable[[str], str]) -> Callable[[Items, StreamContext], Items]:
+    """A fault that decodes each generated token with ``edit``: the chunk's text and its
+    logprobs tokens alike, with the text offsets that follow from the new texts."""
+
+    def hook(items: Items, ctx: StreamContext) -> Items:
+        generated = {id(choice) for choice in _generated(items, ctx)}
+        position: dict[int, int] = {}
+        for choice in _content_choices(items):
+            lp = choice.get("logprobs")
+            if id(choice) in generated:
+                choice["text"] = edit(choice["text"])
+                if isinstance(lp, dict):
+                    lp["tokens"] = [edit(token) for token in lp["tokens"]]
+            start = position.get(choice["index"], 0)
+            if isinstance(lp, dict):
+                lengths = [len(token) for token in lp["tokens"]]
+                lp["text_offset"] = [start + sum(lengths[:j]) for j in range(len(lengths))]
+            position[choice["index"]] = start + len(choice["text"])
+        return items
+
+    return hook
+
+
+@fault(
+    "stream-text-cumulative",
+    "Each streamed chunk's text is all of its choice's text so far, not the chunk's own.",
+    "stream",
+)
+def _text_cumulative(items: Items, ctx: StreamContext) -> Items:
+    so_far: dict[int, str] = {}
+    for choice in _content_choices(items):
+        index = choice["index"]
+        so_far[index] = so_far.get(index, "") + choice["text"]
+        choice["text"] = so_far[index]
+    return items
+
+
+fault(
+    "stream-leading-space-dropped",
+    "Each streamed token loses its leading space (the words run together).",
+    "stream",
+)(_each_generated_token(lambda text: text.removeprefix(" ")))
+
+fault(
+    "stream-utf8-replaced",
+    "Every non-ASCII character of the streamed tokens comes as U+FFFD (each token decoded "
+    "on its own).",
+    "stream",
+)(_each_generated_token(lambda text: "".join(c if c.isascii() else "\ufffd" for c in text)))
