@@ -265,14 +265,23 @@ def _context_window(item: ItemRun, _: Any) -> None:
         said = why if listing.status == 200 else f"answered {listing.status}"
         reason = f"the target advertises no context window: GET {listing.url} {said}"
         raise ScenarioSkipped(reason, WINDOW_COVERS, SkipCause.NOT_DECLARED)
-    left = item.run.budget.tokens
-    if window + 1 > min(left, MAX_WINDOW_PROBE):
+    # A conformant target refuses the probe and bills nothing; one that serves it bills the
+    # whole window. A window the run may not spend is a stated reason (COST), said before
+    # anything is sent, so a 128k model is not "incomplete" under the default budget.
+    budget = item.settings.budget_tokens
+    if window + 1 > min(budget, MAX_WINDOW_PROBE):
         bound = (
-            f"the token budget left ({left}, --budget-tokens)"
-            if window + 1 > left
+            f"--budget-tokens {budget} (raise it above {window} to probe)"
+            if window + 1 > budget
             else f"the suite's bound on one probe ({MAX_WINDOW_PROBE} tokens)"
         )
-        reason = f"a prompt over the advertised {window}-token context window is more than {bound}"
+        reason = (
+            f"not probed: a prompt over the advertised {window}-token context window could "
+            f"cost more than {bound}"
+        )
+        raise ScenarioSkipped(reason, WINDOW_COVERS, SkipCause.COST)
+    if window + 1 > item.run.budget.tokens:
+        reason = f"the token budget left ({item.run.budget.tokens}) is below the window"
         raise ScenarioSkipped(reason, WINDOW_COVERS, SkipCause.BUDGET)
     control = {"model": model, "prompt": [TOKEN_ID] * 3, "max_tokens": 1, "temperature": 0}
     token_ids = False

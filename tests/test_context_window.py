@@ -121,12 +121,20 @@ def test_no_advertised_window_is_not_applicable_with_the_reason(targets: Targets
 
 
 def test_a_window_past_the_token_budget_is_not_sent(targets: Targets) -> None:
-    # Served, the prompt would cost the whole window: only within --budget-tokens.
+    # Served, the prompt would cost the whole window: only within --budget-tokens. That is
+    # said before anything is sent (a stated reason, COST), so a 128k model under the
+    # default budget is not "incomplete": the MUST is listed as not probed, with the way
+    # to probe it, never passed.
     url = targets.get("aihubmix").server.url
     settings = Settings(model=MODEL, max_examples=1, budget_tokens=4096)
     setup = Setup(target_url=url, api_key=API_KEY, settings=settings)
     outcome = run_suite(setup, scenarios=[CONTEXT_WINDOW])
     (ran,) = outcome.results.run_record.scenarios
-    assert ran.cause == SkipCause.BUDGET and "--budget-tokens" in ran.reason
+    assert ran.cause == SkipCause.COST and "--budget-tokens 4096" in ran.reason
+    assert "raise it above 8192" in ran.reason
     assert outcome.results.spent["requests"] == 2  # the preflight and the model list
-    assert RID in {u.id for u in outcome.verdict.coverage.untested}
+    assert RID not in {u.id for u in outcome.verdict.coverage.untested}
+    assert (
+        "--budget-tokens" in {u.id: u.reason for u in outcome.verdict.coverage.not_applicable}[RID]
+    )
+    assert outcome.results.tallies[RID].checked == 0

@@ -27,13 +27,17 @@ class SkipCause(StrEnum):
     UNAVAILABLE = "unavailable"  # the suite lacks what it needs (a generator, the SDK, a key)
     TARGET = "target"  # the target's answers left nothing to probe
     RATE_LIMITED = "rate-limited"  # the target kept answering 429
+    # A probe that could cost more tokens than the run may spend (the context window probe
+    # of a 128k model against the default --budget-tokens): stated before anything is
+    # sent, and lifted by raising the budget; not an accident of the run like BUDGET.
+    COST = "cost"
     # Judged traffic (completions-conformance judge, proxy) holds no exchange that can show
     # it: it needs a request only the suite sends (a probe, a twin) or the SDK's view.
     NOT_OBSERVABLE = "not-observable"
 
 
 #: The only reasons a scenario may go unrun in a run that passes.
-EXCUSED = frozenset({SkipCause.NOT_DECLARED, SkipCause.DESELECTED})
+EXCUSED = frozenset({SkipCause.NOT_DECLARED, SkipCause.DESELECTED, SkipCause.COST})
 
 
 @dataclass(frozen=True, slots=True)
