@@ -64,10 +64,13 @@ def closing_lines(
             f"deselected: {len(deselected)} MUST requirement(s) by --checks/--skip-checks "
             f"(not tested, not counted): {named}"
         )
-    if verdict.coverage.not_applicable:
-        n = len(verdict.coverage.not_applicable)
+    # Each with its reason: a stated reason is what lets a run pass without judging it.
+    not_applicable = verdict.coverage.not_applicable
+    for u in not_applicable[:SHOWN]:
+        lines.append(f"not applicable MUST: {u.id}: {u.reason}")
+    if len(not_applicable) > SHOWN:
         lines.append(
-            f"not applicable: {n} MUST requirement(s), each with its reason in the reports"
+            f"not applicable MUST: ... and {len(not_applicable) - SHOWN} more (see the reports)"
         )
     lines += [f"report: {path}" for path in reports]
     counts: dict[str, int] = {}

@@ -20,6 +20,7 @@ from reports.summary import (
     FAILED,
     VERDICTS,
     WARNED,
+    buckets_of,
     capability_rows,
     coverage_of,
     evidence_label,
@@ -109,17 +110,24 @@ def summary_markdown(results: Results) -> str:
     else:
         lines.append("None.")
     coverage = coverage_of(results)
-    tested = sum(1 for t in results.tallies.values() if t.checked)
+    buckets = buckets_of(results)
     lines += ["", "### Not tested", ""]
     lines.append(
-        f"{tested} of {len(results.tallies)} requirements tested; "
-        f"{len(coverage.untested)} untested, {len(coverage.not_applicable)} not applicable, "
-        f"{len(coverage.deselected)} deselected."
-        + ("" if coverage.recorded else " (This run recorded no coverage.)")
+        buckets.line() + ("" if coverage.recorded else " (This run recorded no coverage.)")
     )
     if coverage.untested:
         lines += ["", "Untested (untested is not passed):", ""]
         lines += table(["Requirement", "Why"], coverage.untested)
+    if coverage.not_applicable:
+        lines += ["", "Not applicable (each with its stated reason):", ""]
+        lines += table(["Requirement", "Why"], coverage.not_applicable)
+    if buckets.not_exercised:
+        lines += [
+            "",
+            "Not exercised (SHOULD/CAPABILITY, advisory): "
+            + ", ".join(f"`{cell(rid)}`" for rid in buckets.not_exercised)
+            + ".",
+        ]
     skipped = {str(e.get("reason", "")) for e in meta.get("skipped_scenarios") or []}
     if skipped:
         lines += ["", "Scenarios not run: " + "; ".join(cell(r) for r in sorted(skipped)) + "."]
