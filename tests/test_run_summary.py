@@ -306,4 +306,5 @@ def test_summary_md_counts_add_up_every_requirement_in_one_bucket() -> None:
         "2 not exercised (SHOULD/CAPABILITY)."
     )
     assert "`RETRY-AFTER-FORMAT`, `RESP-NULL-FIELDS`" in text
+    assert line in render_html(results)  # the HTML report says the same
     assert "| STREAM-USAGE | the spec declares no stream_options |" in text
