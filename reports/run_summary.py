@@ -39,6 +39,14 @@ _WORD = {
     "no-verdict": "⚠️ NO VERDICT",
 }
 MESSAGE_CHARS = 240
+#: A shard's own word, said of its slice alone.
+SHARD_WORDS = {
+    "passed": "nothing failed",
+    "failed": "a requirement that decides the verdict failed",
+    "incomplete": "scenarios were not run (see below)",
+    "error": "a check of the suite raised or a suite test broke",
+    "no-verdict": "the target kept answering 429",
+}
 
 
 def _first(tally: Tally, outcome: str) -> dict[str, Any]:
@@ -61,10 +69,20 @@ def summary_markdown(results: Results) -> str:
     meta = results.meta
     strict = is_strict(results)
     verdict = verdict_of(results)
+    if meta.get("shard"):
+        # One shard judged its slice only: its own word is not the run's (issue 27).
+        heading = f"shard {cell(meta['shard'])}, verdict left to the merge"
+        said = (
+            f"One shard of a run: in its slice, {SHARD_WORDS.get(verdict, verdict)}. The run's "
+            "verdict is conformance-merge's, over every shard's results.json."
+        )
+    else:
+        heading = _WORD.get(verdict, "⚠️ " + verdict.upper())
+        said = cell(VERDICTS.get(verdict, ""))
     lines = [
-        f"## Completions conformance: {_WORD.get(verdict, '⚠️ ' + verdict.upper())}",
+        f"## Completions conformance: {heading}",
         "",
-        cell(VERDICTS.get(verdict, "")),
+        said,
         "",
         f"Target `{cell(meta.get('target', '?'))}` · spec {cell(meta.get('spec', '?'))}"
         f" · model `{cell(meta.get('model', '?'))}`"

@@ -99,6 +99,15 @@ def test_shards_split_the_suite_and_merge_into_one_verdict(
     url = targets.get("aihubmix").server.url
     shards = [run(pytester, url, tmp_path / f"s{k}", "--shard", f"{k}/2") for k in (1, 2)]
     assert [s.ret for s in shards] == [0, 0]
+    # Issue 27, item 4: a shard's last line says it is a shard and leaves the verdict to
+    # the merge; it never reads "passed" over the MUSTs it left to the other shards.
+    for k, shard in enumerate(shards, 1):
+        last = [line for line in shard.outlines if line.strip()][-1]
+        assert last.startswith(f"verdict: left to the merge (shard {k}/2: nothing failed"), last
+        assert "passed" not in last and "MUST untested in this shard" in last, last
+        page = (tmp_path / f"s{k}" / "summary.md").read_text(encoding="utf-8")
+        assert page.startswith(f"## Completions conformance: shard {k}/2, verdict left to the merge")
+        assert "PASSED" not in page
     ran = [json.loads((tmp_path / f"s{k}" / "results.json").read_text()) for k in (1, 2)]
     assert all(r["spent"]["requests"] > 0 for r in ran)
     assert (
