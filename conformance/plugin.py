@@ -209,10 +209,23 @@ class SuiteSession:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[Any]) -> Any:
         report = yield
         item_run = item.stash.get(ITEM_KEY, None)
+        if item_run is not None and call.when == "call" and item_run.unsent:
+            # Cut short by the budget: shown as CUT, not PASSED (pytest_report_teststatus).
+            note = item_run.budget_note or "the budget ran out"
+            report.conformance_cut = f"{note}, {item_run.unsent} request(s) unsent"
         if item_run is not None and call.when == "teardown":
             # Travels with the report (also across pytest-xdist) to the controller.
             report.conformance_results = json.dumps(item_run.results.to_json())
         return report
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> Any:
+        """A scenario the budget cut short passed nothing it did not send: pytest's own line
+        says ``CUT (why)`` and its footer counts it apart ("1 cut"), never PASSED."""
+        cut = getattr(report, "conformance_cut", None)
+        if cut and report.when == "call" and report.passed:
+            return "cut", "c", (f"CUT ({cut})", {"yellow": True})
+        return None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         payload = getattr(report, "conformance_results", None)
