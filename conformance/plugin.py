@@ -35,6 +35,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> Iterator[None]:
+    """Before pytest parses the line for good (conftests loaded, their options known): a
+    word of a suite run that is neither the suite's nor pytest's ends it in one line, before
+    anything is sent (conformance/arguments.py)."""
+    result = yield
+    from conformance.arguments import in_suite, one_line, problem
+
+    where = early_config.invocation_params.dir
+    if early_config.known_args_namespace.help or early_config.known_args_namespace.version:
+        return result
+    try:
+        namespace, unknown = parser.parse_known_and_unknown_args(args)
+    except pytest.UsageError as exc:  # a pytest option's value argparse refused
+        if any(in_suite(a, where) for a in args if not a.startswith("-")):
+            raise pytest.UsageError(f"conformance: {one_line(str(exc))}") from None
+        return result
+    if not any(in_suite(str(a), where) for a in namespace.file_or_dir or ()):
+        return result
+    if bad := problem(namespace, unknown, where):
+        raise pytest.UsageError(f"conformance: {bad}")
+    return result
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "conformance: a test of the conformance suite")
     if not suite_requested(config):
