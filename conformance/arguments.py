@@ -88,6 +88,10 @@ def problem(
     for arg in getattr(namespace, "file_or_dir", None) or ():
         if not in_suite(str(arg), invocation_dir):
             return f"{str(arg)!r} is not an option of the suite or of pytest ({HELP})"
+        path = str(arg).split("::", 1)[0]
+        named = path == "conformance" or path.startswith("conformance.")  # --pyargs
+        if not named and not Path(invocation_dir, path).exists():
+            return f"{path!r}: no such file of the suite"
     return _expression_problem("-k", getattr(namespace, "keyword", "") or "") or (
         _expression_problem("-m", getattr(namespace, "markexpr", "") or "")
     )

@@ -178,6 +178,19 @@ class SuiteSession:
         self.closing: list[str] = []
         self.passed = False
         self.tests_deselected = 0
+        self.usage_error: str | None = None
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collection(self, session: pytest.Session) -> Any:
+        """pytest refusing the line once the run has started (a node ID not found): its
+        ``ERROR:`` line goes into the closing lines, before the verdict, which stays last;
+        pytest is left nothing to print after it (a UsageError without a message)."""
+        try:
+            return (yield)
+        except pytest.UsageError as exc:
+            said = " ".join(" ".join(str(a).split()) for a in exc.args)  # one line
+            self.usage_error = said or "usage error"
+            raise pytest.UsageError() from None
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.tests_deselected += len(items)
@@ -277,7 +290,7 @@ class SuiteSession:
         verdict, written = finish(
             self.assembled,
             report_dir,
-            runner_error=_runner_error(exitstatus, failing=failed),
+            runner_error=self.usage_error or _runner_error(exitstatus, failing=failed),
             partial=bool(config.option.shard),
         )
         from conformance.events import RunFinished
@@ -296,6 +309,8 @@ class SuiteSession:
             [],
             tests_deselected=self.tests_deselected,
         )
+        if self.usage_error:
+            self.closing.insert(-1, f"ERROR: {self.usage_error}")
 
     def pytest_unconfigure(self) -> None:
         """After pytest's own footer ("3 passed, 24 skipped", green even when the verdict

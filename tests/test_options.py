@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import Targets, target_args
 
 from conformance.assembly import BadInput, Setup, assemble
 from conformance.client import Limits
@@ -180,6 +181,7 @@ CLI_CASES = [
     (["--nope"], "'--nope' is not an option of the suite or of pytest"),
     (["-k", "("], "-k '(': not a valid expression"),
     (["-m", "a and"], "-m 'a and': not a valid expression"),
+    ([str(SUITE_DIR / "test_nope.py")], f"'{SUITE_DIR / 'test_nope.py'}': no such file"),
 ]
 
 
@@ -229,6 +231,23 @@ def test_the_console_script_validates_the_same_way(
     assert "Traceback" not in done.stdout and "verdict" not in done.stdout
     assert not (tmp_path / "reports").exists()  # no run started, no report written
     assert counting.requests == before
+
+
+def test_a_node_the_suite_does_not_have_is_one_error_line_before_the_verdict(
+    pytester: pytest.Pytester, targets: Targets
+) -> None:
+    """pytest refuses a node ID it does not find only after collection, once the run has
+    started (the preflight was sent): its ERROR: line comes before the verdict, which stays
+    the last line, and pytest prints nothing after it."""
+    result = pytester.runpytest_inprocess(
+        f"{SUITE_DIR / 'test_sdk.py'}::test_nope", "-p", "no:cacheprovider",
+        *target_args(targets.get("aihubmix").server.url),
+    )  # fmt: skip
+    assert result.ret == 4
+    out = [line for line in result.stdout.lines if line.strip()]
+    assert out[-2].startswith("ERROR: not found: ") and "test_nope" in out[-2], out[-3:]
+    assert out[-1].startswith("verdict: error (not found: "), out[-1]
+    assert not [line for line in result.stderr.lines if line.strip()]
 
 
 # --- --fuzz without its generator -------------------------------------------------------
