@@ -18,6 +18,7 @@ from reports.markdown import cell, table
 from reports.summary import (
     ERROR,
     FAILED,
+    OFFERED_LEGEND,
     VERDICTS,
     WARNED,
     buckets_of,
@@ -25,6 +26,7 @@ from reports.summary import (
     coverage_of,
     evidence_label,
     is_strict,
+    offered_of,
     ordered,
     registry_line,
     status_of,
@@ -158,6 +160,8 @@ def summary_markdown(results: Results) -> str:
     caps = capability_rows(results)
     if caps:
         lines += ["", "### Capabilities (one probe per feature)", ""]
+        figure = offered_of(results).text()
+        lines += [OFFERED_LEGEND.replace("offered:", f"offered: {figure},", 1), ""]
         lines += table(["Feature", "Outcome", "Detail"], caps)
     baseline = meta.get("baseline")
     if isinstance(baseline, dict):

@@ -300,6 +300,56 @@ def scores(results: Results) -> dict[str, Score]:
     return out
 
 
+#: The outcomes of a capability probe (conformance/capabilities.py), in the order shown.
+OFFER_OUTCOMES = ("offered", "declined", "ignored", "broken")
+#: What the capability figure is, wherever it is shown.
+OFFERED_LEGEND = (
+    "Capabilities offered: the share of the features of the capability table the run probed "
+    "(one probe per feature and form: a minimal request plus that feature alone) that the "
+    "target offers; the others are declined (a proper 4xx), ignored (200, no effect) or "
+    "broken (a 5xx, no answer, or a MUST failure of a requirement owning the feature)."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Offered:
+    """The capability figure, computed from the capability table (never from the one
+    CAPABILITY-level requirement): how many probed features and forms ended in each outcome."""
+
+    counts: tuple[tuple[str, int], ...]  # (outcome, features), OFFER_OUTCOMES first
+
+    @property
+    def probed(self) -> int:
+        return sum(n for _, n in self.counts)
+
+    @property
+    def offered(self) -> int:
+        return dict(self.counts).get("offered", 0)
+
+    @property
+    def percent(self) -> float | None:
+        return 100.0 * self.offered / self.probed if self.probed else None
+
+    def detail(self) -> str:
+        """``4/5; 1 broken``: offered of probed, then each other outcome seen."""
+        others = ", ".join(f"{n} {o}" for o, n in self.counts if o != "offered" and n)
+        return f"{self.offered}/{self.probed}" + (f"; {others}" if others else "")
+
+    def text(self) -> str:
+        """``80% (4/5; 1 broken)``, or ``n/a`` when no feature was probed."""
+        pct = self.percent
+        return "n/a" if pct is None else f"{pct:.0f}% ({self.detail()})"
+
+
+def offered_of(results: Results) -> Offered:
+    """The capability figure of ``results`` (its capability table)."""
+    seen: dict[str, int] = dict.fromkeys(OFFER_OUTCOMES, 0)
+    for entry in results.capabilities.values():
+        outcome = str(entry.get("outcome", "")) or "broken"
+        seen[outcome] = seen.get(outcome, 0) + 1
+    return Offered(tuple(seen.items()))
+
+
 def capability_rows(results: Results) -> list[tuple[str, str, str]]:
     """The capability table as (feature, outcome, detail), sorted by feature."""
     return [
