@@ -13,6 +13,7 @@ the closing lines come last (terminal.py). Bad input ends the run with one ``ERR
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -282,7 +283,10 @@ class SuiteSession:
         from conformance.terminal import closing_lines
 
         self.assembled.run.close()
-        report_dir = Path(config.invocation_params.dir, config.option.report_dir)
+        # Normalised: "--report-dir ../runs/x" is shown as .../runs/x, not .../repo/../runs/x.
+        report_dir = Path(
+            os.path.abspath(Path(config.invocation_params.dir, config.option.report_dir))
+        )
         from conformance.judging import failing
 
         # Whether a suite test failed for a conformance failure (as ItemRun.outcome does).
