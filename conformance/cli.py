@@ -20,6 +20,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn, cast
 
+from conformance.exceptions import ConformanceError
+
 PROG = "completions-conformance"
 BAD_INPUT = 4  # verdict.EXIT_CODES["bad-input"], without importing the judge here
 
@@ -119,8 +121,8 @@ class _Parser(argparse.ArgumentParser):
         raise _OptionError(message)
 
 
-class _OptionError(Exception):
-    pass
+class _OptionError(ConformanceError):
+    """A suite option argparse refused (its message is the one line to show)."""
 
 
 def option_problem(args: list[str]) -> str | None:
