@@ -19,7 +19,9 @@ def run_suite(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess(str(SUITE_DIR), *QUICK, *args)
 
 
-@pytest.mark.parametrize("spec", ["aihubmix", "nscale"])
+@pytest.mark.parametrize(
+    "spec", ["aihubmix", pytest.param("nscale", marks=pytest.mark.exhaustive)]
+)  # nscale's whole runs are in the fault corpus sample and the exhaustive tier
 def test_embedded_default_passes_and_writes_reports(
     pytester: pytest.Pytester, tmp_path: Path, spec: str
 ) -> None:
