@@ -18,9 +18,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, NoReturn, cast
+
+from conformance.exceptions import ConformanceError
 
 PROG = "completions-conformance"
+BAD_INPUT = 4  # verdict.EXIT_CODES["bad-input"], without importing the judge here
 
 #: Option groups of the help page, in the order a new user needs them. An option of
 #: conformance/options.py missing here is still shown, under "other suite options".
@@ -111,14 +114,36 @@ class _Recorder:
         pass
 
 
+class _Parser(argparse.ArgumentParser):
+    """The help page's parser; as a checker, its errors are raised, not printed with usage."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _OptionError(message)
+
+
+class _OptionError(ConformanceError):
+    """A suite option argparse refused (its message is the one line to show)."""
+
+
+def option_problem(args: list[str]) -> str | None:
+    """What argparse finds wrong with the suite's own options among ``args`` (an option
+    without its value...), in one line; pytest's options and the rest are pytest's."""
+    try:
+        help_parser().parse_known_args(args)
+    except _OptionError as exc:
+        return str(exc).removeprefix("argument ")
+    return None
+
+
 def help_parser() -> argparse.ArgumentParser:
     """The help page of ``run``: the suite's options from conformance/options.py, grouped."""
     from conformance.options import add_options
 
     recorder = _Recorder()
     add_options(cast(Any, recorder))
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
+        allow_abbrev=False,  # as pytest's: --max is no option, not an ambiguous one
         usage=f"{PROG} [run] [OPTIONS] [-- PYTEST-OPTIONS]\n"
         f"       {PROG} serve|merge|compare|gate|judge|proxy [--help] ...",
         description="Test an OpenAI-compatible POST /v1/completions API against its OpenAPI\n"
@@ -183,14 +208,37 @@ def run(args: list[str]) -> int:
         ours, theirs = args, []
     if "--help-pytest" in ours:
         ours = [a for a in ours if a != "--help-pytest"] + ["--help"]
+        print(
+            f"pytest's own options, which {PROG} passes on to pytest (its own options: "
+            f"{PROG} --help).\n"
+        )
     elif "-h" in ours or "--help" in ours:
         help_parser().print_help()
         return 0
-    import pytest
+    elif bad := option_problem(ours):
+        # One line, like every bad input (the plugin refuses the other words the same way).
+        print(f"ERROR: conformance: {bad}", file=sys.stderr)
+        return BAD_INPUT
 
     fixed = ["--pyargs", "conformance", "-p", "no:cacheprovider", *UNUSED_PLUGINS]
     # Ours last: of pytest's -W filters the last given wins (a user's "-W error" included).
-    return int(pytest.main([*fixed, *ours, *theirs, *ALREADY_IMPORTED]))
+    return _pytest_main([*fixed, *ours, *theirs, *ALREADY_IMPORTED])
+
+
+def _pytest_main(args: list[str]) -> int:
+    """``pytest.main(args)``, with pytest's usage lines naming this command rather than
+    ``pytest.main()`` where pytest allows it (its ``_main``, private: else pytest.main)."""
+    import inspect
+
+    import pytest
+
+    try:
+        from _pytest.config import _main
+    except ImportError:
+        return int(pytest.main(args))
+    if not {"args", "plugins", "prog"} <= set(inspect.signature(_main).parameters):
+        return int(pytest.main(args))
+    return int(_main(args=args, plugins=None, prog=PROG))
 
 
 def _serve(args: list[str]) -> int:

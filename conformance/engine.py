@@ -119,8 +119,8 @@ class BudgetSpent(ConformanceError):
 
 class ScenarioSkipped(ConformanceError):
     """A scenario cannot run here; ``covers`` names the requirements left unjudged and
-    ``cause`` says why (only NOT_DECLARED and DESELECTED may stand in a passed run, so
-    a skip that does not say why is never green)."""
+    ``cause`` says why (only NOT_DECLARED, DESELECTED and NO_KEY may stand in a passed run,
+    so a skip that does not say why is never green)."""
 
     def __init__(
         self, reason: str, covers: Iterable[str] = (), cause: SkipCause = SkipCause.UNAVAILABLE

@@ -1,7 +1,7 @@
 """``completions-conformance gate``: a whole CI gate in one command (the GitHub Action's step).
 
     completions-conformance gate [--shards N] [--report-dir DIR] [--baseline FILE]
-        [--summary FILE] [--output FILE] RUN-OPTIONS...
+        [--summary FILE] [--output FILE] [--args TEXT] RUN-OPTIONS...
 
 Runs the suite in N shards at once (each ``completions-conformance run --shard K/N`` in a
 process and report directory of its own, ``DIR/shard-K``), merges their results into one
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -64,6 +65,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--shards", type=int, default=1, help="processes at once (default 1)")
     parser.add_argument("--report-dir", type=Path, default=Path("reports/out"))
     parser.add_argument("--baseline", help="results.json of an accepted earlier run")
+    parser.add_argument(
+        "--args",
+        default="",
+        metavar="TEXT",
+        help="further options as one string, split as a shell splits a command line: quotes "
+        "respected, nothing expanded (the Action's args input)",
+    )
     parser.add_argument(
         "--summary",
         default=os.environ.get("GITHUB_STEP_SUMMARY") or None,
@@ -161,10 +169,23 @@ def _append(path: str | None, text: str) -> None:
             out.write(text)
 
 
+def split_args(text: str) -> list[str]:
+    """The Action's ``args`` input as words, as a shell user expects: ``--header 'X-Team: my
+    team'`` is two words, quotes removed; no variable, glob or command is expanded (the text
+    is never given to a shell). ValueError on an unbalanced quote."""
+    return shlex.split(text, comments=False, posix=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     args, run_args = _parser().parse_known_args(argv)
     if args.shards < 1:
         print(f"ERROR: {PROG} gate: --shards {args.shards}: expected 1 or more", file=sys.stderr)
+        return BAD_INPUT
+    try:
+        run_args += split_args(args.args)
+    except ValueError as exc:
+        print(f"ERROR: {PROG} gate: args {args.args!r}: {exc}", file=sys.stderr)
+        _append(args.output, f"verdict=bad-input\nexit-code={BAD_INPUT}\n")
         return BAD_INPUT
     from conformance.verdict import EXIT_CODES
 

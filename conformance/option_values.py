@@ -4,8 +4,10 @@ A value the suite cannot honour (a negative count, a zero time bound, a misspell
 capability or requirement ID, ``--fuzz`` without its generator) would otherwise run and
 pass on nothing, blame the target with findings the options caused, spend a whole run
 before failing, or end in a traceback. :func:`problem` names the first such value in one
-line: the option (and the Setup/Settings field a runner-agnostic caller set), the value,
-and what is accepted. The pytest plugin and ``run_suite`` both meet it through
+line: the option, the value, and what is accepted, in the words of the command line (a
+runner-agnostic caller finds each option under its own name in Settings and Setup, except
+Limits: ``ttfb`` is --request-timeout, ``gap`` --stream-gap, ``total`` --stream-total,
+``max_bytes`` --max-body-bytes). The pytest plugin and ``run_suite`` both meet it through
 ``assembly.assemble``, which shows it as one ``ERROR:`` line (exit 4).
 
 Runner-agnostic: no pytest, no spec loaded for the numbers (the names that depend on the
@@ -31,18 +33,18 @@ MIN_BODY_BYTES = 64 * 1024
 FUZZ_INSTALL = "pip install 'completions-conformance[fuzz]'"
 
 
-def _integer(option: str, field: str, value: object, least: int, why: str) -> str | None:
+def _integer(option: str, value: object, least: int, why: str) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        return f"{option} {value!r} ({field}): expected an integer >= {least} ({why})"
+        return f"{option} {value!r}: expected an integer >= {least} ({why})"
     return None
 
 
-def _seconds(option: str, field: str, value: object) -> str | None:
+def _seconds(option: str, value: object) -> str | None:
     # A zero or negative bound ends every exchange before its first byte and blames the
     # target; a NaN or infinite one is no bound at all (and crashes the HTTP client).
     ok = isinstance(value, int | float) and not isinstance(value, bool)
     if not ok or not math.isfinite(float(value)) or float(value) <= 0:  # type: ignore[arg-type]
-        return f"{option} {value!r} ({field}): expected a finite number of seconds > 0"
+        return f"{option} {value!r}: expected a finite number of seconds > 0"
     return None
 
 
@@ -51,7 +53,7 @@ def number_problems(setup: Setup) -> list[str]:
     s, limits = setup.settings, setup.limits
     found = [
         _integer(
-            "--max-examples", "Settings.max_examples", s.max_examples, 1,
+            "--max-examples", s.max_examples, 1,
             "a generated test sends at least one request; leave scenarios out with -k or "
             "--skip-checks",
         ),
@@ -59,48 +61,46 @@ def number_problems(setup: Setup) -> list[str]:
         # 0 would make every generated answer empty: stop, echo, logprobs and text checks
         # would judge nothing and pass. max_tokens: 0 itself is sent by its own edge case.
         _integer(
-            "--max-tokens", "Settings.max_tokens", s.max_tokens, 1,
+            "--max-tokens", s.max_tokens, 1,
             "the upper bound of generated max_tokens; an answer needs a token to be judged",
         ),
         _integer(
-            "--vocab-size", "Settings.vocab_size", s.vocab_size, 1,
+            "--vocab-size", s.vocab_size, 1,
             "token ids in token prompts are drawn below it",
         ),
         # The preflight request is one of the budget: 1 leaves none for the suite, a
         # legitimate (incomplete) run; 0 or less cannot even ask the preflight.
         _integer(
-            "--budget-requests", "Settings.budget_requests", s.budget_requests, 1,
+            "--budget-requests", s.budget_requests, 1,
             "the most requests in the run",
         ),
         _integer(
-            "--budget-tokens", "Settings.budget_tokens", s.budget_tokens, 1,
+            "--budget-tokens", s.budget_tokens, 1,
             "the most tokens in the run",
         ),
         _integer(
-            "--concurrency", "Settings.concurrency", s.concurrency, 1,
+            "--concurrency", s.concurrency, 1,
             "requests in flight at once; 1 sends one after another",
         ),
-        _integer("--fuzz", "Settings.fuzz", s.fuzz, 0, "0 is off"),
-        None if type(s.seed) is int else f"--seed {s.seed!r} (Settings.seed): expected an integer",
-        _seconds("--request-timeout", "Limits.ttfb", limits.ttfb),
-        _seconds("--stream-gap", "Limits.gap", limits.gap),
-        _seconds("--stream-total", "Limits.total", limits.total),
+        _integer("--fuzz", s.fuzz, 0, "0 is off"),
+        None if type(s.seed) is int else f"--seed {s.seed!r}: expected an integer",
+        _seconds("--request-timeout", limits.ttfb),
+        _seconds("--stream-gap", limits.gap),
+        _seconds("--stream-total", limits.total),
         _integer(
-            "--max-body-bytes", "Limits.max_bytes", limits.max_bytes, MIN_BODY_BYTES,
+            "--max-body-bytes", limits.max_bytes, MIN_BODY_BYTES,
             "a smaller bound would fail a conformant target's larger answers",
         ),
     ]  # fmt: skip
     if setup.rps is not None:
         rps = setup.rps
         if isinstance(rps, bool) or not isinstance(rps, int | float) or not rps > 0:
-            found.append(f"--rps {rps!r} (Setup.rps): expected requests per second > 0")
+            found.append(f"--rps {rps!r}: expected requests per second > 0")
         elif not math.isfinite(rps):
-            found.append(
-                f"--rps {rps!r} (Setup.rps): expected a finite number; omit it to send unpaced"
-            )
+            found.append(f"--rps {rps!r}: expected a finite number; omit it to send unpaced")
     for name, _value in setup.headers:
         if not name.strip() or any(c in name for c in ":\r\n "):
-            found.append(f"--header {name!r} (Setup.headers): expected 'Name: value'")
+            found.append(f"--header {name!r}: expected 'Name: value'")
     return [f for f in found if f]
 
 

@@ -7,15 +7,16 @@ pytest process, including those that never run the suite.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from conformance.arguments import INTEGER, NUMBER, in_suite
+from conformance.arguments import SUITE_DIR as SUITE_DIR
+
 if TYPE_CHECKING:
     from conformance.assembly import Setup
 
-SUITE_DIR = Path(__file__).resolve().parent
 API_KEY_ENV = "CONFORMANCE_API_KEY"
 BUILTIN = ("aihubmix", "nscale", "openai")  # spec.BUILTIN_SPECS, without importing the spec model
 DEFAULT_CONCURRENCY = 16
@@ -60,28 +61,33 @@ def add_options(parser: pytest.Parser) -> None:
     add("--strict-should", action="store_true", help="SHOULD findings fail the run too.")
     add(
         "--max-examples",
-        type=int,
+        type=INTEGER,
         default=10,
         help="Generated requests per generated test (default 10: tokens cost money).",
     )
-    add("--max-tokens", type=int, default=8, help="Upper bound on max_tokens (default 8).")
-    add("--budget-requests", type=int, default=500, help="Most requests in the run (default 500).")
+    add("--max-tokens", type=INTEGER, default=8, help="Upper bound on max_tokens (default 8).")
+    add(
+        "--budget-requests",
+        type=INTEGER,
+        default=500,
+        help="Most requests in the run (default 500).",
+    )
     add(
         "--budget-tokens",
-        type=int,
+        type=INTEGER,
         default=100_000,
         help="Most tokens (as the target reports them) in the run (default 100000).",
     )
     add(
         "--vocab-size",
-        type=int,
+        type=INTEGER,
         default=1000,
         help="Token ids in token prompts are drawn below this (default 1000).",
     )
-    add("--seed", type=int, default=0, help="Seed of request generation (default 0).")
+    add("--seed", type=INTEGER, default=0, help="Seed of request generation (default 0).")
     add(
         "--fuzz",
-        type=int,
+        type=INTEGER,
         default=0,
         metavar="N",
         help="Also send N requests drawn from schemathesis's own generation (positive, "
@@ -90,7 +96,7 @@ def add_options(parser: pytest.Parser) -> None:
     )
     add(
         "--concurrency",
-        type=int,
+        type=INTEGER,
         default=DEFAULT_CONCURRENCY,
         metavar="N",
         help=f"Requests in flight at once per process for independent requests (default "
@@ -102,31 +108,31 @@ def add_options(parser: pytest.Parser) -> None:
     # pytest-timeout owns --timeout, so the per-request bound has a longer name.
     add(
         "--request-timeout",
-        type=float,
+        type=NUMBER,
         default=30.0,
         help="Seconds to wait for the first byte of an answer (default 30).",
     )
     add(
         "--stream-gap",
-        type=float,
+        type=NUMBER,
         default=15.0,
         help="Most seconds between two reads of a response (default 15).",
     )
     add(
         "--stream-total",
-        type=float,
+        type=NUMBER,
         default=120.0,
         help="Most seconds for one response (default 120).",
     )
     add(
         "--max-body-bytes",
-        type=int,
+        type=INTEGER,
         default=16 * 1024 * 1024,
         help="Most bytes read from one response (default 16 MiB).",
     )
     add(
         "--rps",
-        type=float,
+        type=NUMBER,
         default=None,
         help="Most requests per second, summed over xdist workers (default: unpaced).",
     )
@@ -167,14 +173,7 @@ def add_options(parser: pytest.Parser) -> None:
 
 def suite_requested(config: pytest.Config) -> bool:
     """Whether this pytest invocation collects the conformance suite."""
-    for arg in config.args:
-        path = arg.split("::", 1)[0]
-        if path == "conformance" or path.startswith("conformance."):
-            return True
-        resolved = Path(config.invocation_params.dir, path).resolve()
-        if resolved == SUITE_DIR or SUITE_DIR in resolved.parents:
-            return True
-    return False
+    return any(in_suite(arg, config.invocation_params.dir) for arg in config.args)
 
 
 def csv(value: str) -> tuple[str, ...]:

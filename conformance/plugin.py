@@ -13,6 +13,7 @@ the closing lines come last (terminal.py). Bad input ends the run with one ``ERR
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,32 @@ ITEM_KEY = pytest.StashKey["ItemRun"]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> Iterator[None]:
+    """Before pytest parses the line for good (conftests loaded, their options known): a
+    word of a suite run that is neither the suite's nor pytest's ends it in one line, before
+    anything is sent (conformance/arguments.py)."""
+    result = yield
+    from conformance.arguments import in_suite, one_line, problem
+
+    where = early_config.invocation_params.dir
+    if early_config.known_args_namespace.help or early_config.known_args_namespace.version:
+        return result
+    try:
+        namespace, unknown = parser.parse_known_and_unknown_args(args)
+    except pytest.UsageError as exc:  # a pytest option's value argparse refused
+        if any(in_suite(a, where) for a in args if not a.startswith("-")):
+            raise pytest.UsageError(f"conformance: {one_line(str(exc))}") from None
+        return result
+    if not any(in_suite(str(a), where) for a in namespace.file_or_dir or ()):
+        return result
+    if bad := problem(namespace, unknown, where):
+        raise pytest.UsageError(f"conformance: {bad}")
+    return result
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -152,6 +179,19 @@ class SuiteSession:
         self.closing: list[str] = []
         self.passed = False
         self.tests_deselected = 0
+        self.usage_error: str | None = None
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collection(self, session: pytest.Session) -> Any:
+        """pytest refusing the line once the run has started (a node ID not found): its
+        ``ERROR:`` line goes into the closing lines, before the verdict, which stays last;
+        pytest is left nothing to print after it (a UsageError without a message)."""
+        try:
+            return (yield)
+        except pytest.UsageError as exc:
+            said = " ".join(" ".join(str(a).split()) for a in exc.args)  # one line
+            self.usage_error = said or "usage error"
+            raise pytest.UsageError() from None
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.tests_deselected += len(items)
@@ -209,10 +249,23 @@ class SuiteSession:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[Any]) -> Any:
         report = yield
         item_run = item.stash.get(ITEM_KEY, None)
+        if item_run is not None and call.when == "call" and item_run.unsent:
+            # Cut short by the budget: shown as CUT, not PASSED (pytest_report_teststatus).
+            note = item_run.budget_note or "the budget ran out"
+            report.conformance_cut = f"{note}, {item_run.unsent} request(s) unsent"
         if item_run is not None and call.when == "teardown":
             # Travels with the report (also across pytest-xdist) to the controller.
             report.conformance_results = json.dumps(item_run.results.to_json())
         return report
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> Any:
+        """A scenario the budget cut short passed nothing it did not send: pytest's own line
+        says ``CUT (why)`` and its footer counts it apart ("1 cut"), never PASSED."""
+        cut = getattr(report, "conformance_cut", None)
+        if cut and report.when == "call" and report.passed:
+            return "cut", "c", (f"CUT ({cut})", {"yellow": True})
+        return None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         payload = getattr(report, "conformance_results", None)
@@ -230,7 +283,10 @@ class SuiteSession:
         from conformance.terminal import closing_lines
 
         self.assembled.run.close()
-        report_dir = Path(config.invocation_params.dir, config.option.report_dir)
+        # Normalised: "--report-dir ../runs/x" is shown as .../runs/x, not .../repo/../runs/x.
+        report_dir = Path(
+            os.path.abspath(Path(config.invocation_params.dir, config.option.report_dir))
+        )
         from conformance.judging import failing
 
         # Whether a suite test failed for a conformance failure (as ItemRun.outcome does).
@@ -238,7 +294,7 @@ class SuiteSession:
         verdict, written = finish(
             self.assembled,
             report_dir,
-            runner_error=_runner_error(exitstatus, failing=failed),
+            runner_error=self.usage_error or _runner_error(exitstatus, failing=failed),
             partial=bool(config.option.shard),
         )
         from conformance.events import RunFinished
@@ -257,6 +313,8 @@ class SuiteSession:
             [],
             tests_deselected=self.tests_deselected,
         )
+        if self.usage_error:
+            self.closing.insert(-1, f"ERROR: {self.usage_error}")
 
     def pytest_unconfigure(self) -> None:
         """After pytest's own footer ("3 passed, 24 skipped", green even when the verdict

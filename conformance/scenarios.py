@@ -158,7 +158,8 @@ def _auth(run: Run, _: Any) -> list[Case]:
         raise ScenarioSkipped("the spec declares no bearer auth", covers, SkipCause.NOT_DECLARED)
     if not run.client.api_key:
         # Without a key of our own the target may well be open: a 200 proves nothing.
-        raise ScenarioSkipped("no API key configured (--api-key): auth is not probed", covers)
+        reason = "no API key configured (--api-key): auth is not probed"
+        raise ScenarioSkipped(reason, covers, SkipCause.NO_KEY)
     return [checked_probe(run.spec, probe) for probe in auth_probes(run.settings.model)]
 
 

@@ -64,10 +64,13 @@ def closing_lines(
             f"deselected: {len(deselected)} MUST requirement(s) by --checks/--skip-checks "
             f"(not tested, not counted): {named}"
         )
-    if verdict.coverage.not_applicable:
-        n = len(verdict.coverage.not_applicable)
+    # Each with its reason: a stated reason is what lets a run pass without judging it.
+    not_applicable = verdict.coverage.not_applicable
+    for u in not_applicable[:SHOWN]:
+        lines.append(f"not applicable MUST: {u.id}: {u.reason}")
+    if len(not_applicable) > SHOWN:
         lines.append(
-            f"not applicable: {n} MUST requirement(s), each with its reason in the reports"
+            f"not applicable MUST: ... and {len(not_applicable) - SHOWN} more (see the reports)"
         )
     lines += [f"report: {path}" for path in reports]
     counts: dict[str, int] = {}
@@ -109,11 +112,27 @@ def _not_run(results: Results, tests_deselected: int) -> list[str]:
     return lines
 
 
+def shard_words(verdict: Verdict, shard: str) -> str:
+    """What a shard's own verdict says, in words that leave the run's verdict to the merge:
+    a shard judges only its slice, so "passed" over MUSTs other shards test would be false."""
+    if verdict.word == "passed":
+        parts = [f"shard {shard}: nothing failed"]
+    else:
+        parts = [f"shard {shard}: {verdict.word} here: {', '.join(verdict.reasons)}"]
+    untested = len(verdict.coverage.untested)
+    if untested:
+        parts.append(f"{untested} MUST untested in this shard, which other shards may test")
+    parts.append("conformance-merge over every shard's results.json gives the run's verdict")
+    return f"left to the merge ({'; '.join(parts)})"
+
+
 def verdict_line(verdict: Verdict, results: Results) -> str:
     spent = results.spent
     why = f" ({'; '.join(verdict.reasons)})" if verdict.reasons else ""
+    shard = results.meta.get("shard")
+    said = shard_words(verdict, str(shard)) if shard else f"{verdict.word}{why}"
     return (
-        f"verdict: {verdict.word}{why}; spent {int(spent['requests'])} requests, "
+        f"verdict: {said}; spent {int(spent['requests'])} requests, "
         f"{int(spent['tokens'])} tokens, {int(spent['retries'])} retries; "
         f"{results.meta.get('wall_time', 0.0):.1f} s"
     )

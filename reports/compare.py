@@ -21,6 +21,7 @@ from reports.markdown import comparison_markdown
 from reports.matrix import Comparison, compare
 from reports.render import render
 from reports.schema import schema_errors
+from reports.summary import OFFERED_LEGEND
 
 PROG = "conformance-compare"
 EXIT_BAD_INPUT = 2
@@ -74,7 +75,12 @@ def display_names(paths: list[Path], runs: list[Results], names: str | None) -> 
 
 def comparison_html(comparison: Comparison) -> str:
     """The comparison as one self-contained HTML document."""
-    return render("compare.html.j2", c=comparison, schema_version=RESULTS_SCHEMA_VERSION)
+    return render(
+        "compare.html.j2",
+        c=comparison,
+        offered_legend=OFFERED_LEGEND,
+        schema_version=RESULTS_SCHEMA_VERSION,
+    )
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from reports.matrix import FAIL, MISSING, PASS, SUITE_ERROR, UNTESTED, Cell, Comparison, Offer
-from reports.summary import LEVELS
+from reports.summary import OFFERED_LEGEND
 
 _ICON = {
     PASS: "✅ pass",
@@ -21,7 +21,7 @@ _ICON = {
 }
 _VERDICT = {"passed": "✅ passed", "failed": "❌ failed"}  # others: ⚠️ and the word
 _OFFER = {"offered": "✅", "declined": "⊘", "ignored": "⚠️", "broken": "❌"}
-_LEVEL_LABEL = {"MUST": "MUST passed", "SHOULD": "SHOULD passed", "CAPABILITY": "Capabilities"}
+_LEVEL_LABEL = {"MUST": "MUST passed", "SHOULD": "SHOULD passed"}
 
 
 def cell(text: object) -> str:
@@ -88,8 +88,9 @@ def comparison_markdown(comparison: Comparison) -> str:
         ["Verdict", *(_VERDICT.get(t.verdict, f"⚠️ {t.verdict}") for t in comparison.targets)],
         *(
             [_LEVEL_LABEL[level], *(t.scores[level].text() for t in comparison.targets)]
-            for level in LEVELS
+            for level in ("MUST", "SHOULD")
         ),
+        ["Capabilities offered", *(t.offered.text() for t in comparison.targets)],
         ["Untested", *(_untested(t.coverage.untested) for t in comparison.targets)],
         ["Spec", *(spec_cell(t.meta) for t in comparison.targets)],
         ["Model", *(t.meta.get("model", "") for t in comparison.targets)],
@@ -106,7 +107,7 @@ def comparison_markdown(comparison: Comparison) -> str:
     lines += [
         "",
         "Scores: share of tested requirements of that level that held on every exchange "
-        "judged (CAPABILITY: features offered, neither declined nor broken).",
+        "judged. " + OFFERED_LEGEND,
         "",
         "## Requirements",
         "",

@@ -18,10 +18,12 @@ from reports.summary import (
     UNSUPPORTED,
     WARNED,
     Coverage,
+    Offered,
     Score,
     area_rank,
     coverage_of,
     is_strict,
+    offered_of,
     scores,
     status_of,
     verdict_of,
@@ -95,6 +97,7 @@ class Target:
     name: str
     verdict: str
     scores: dict[str, Score]
+    offered: Offered  # the capability figure, from the capability table
     meta: dict[str, Any]
     spent: dict[str, float]
     baseline: dict[str, Any] | None
@@ -143,6 +146,7 @@ def compare(runs: list[tuple[str, Results]]) -> Comparison:
             name=name,
             verdict=verdict_of(r),
             scores=scores(r),
+            offered=offered_of(r),
             meta=r.meta,
             spent=r.spent,
             baseline=r.meta.get("baseline") or None,

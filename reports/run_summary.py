@@ -18,12 +18,15 @@ from reports.markdown import cell, table
 from reports.summary import (
     ERROR,
     FAILED,
+    OFFERED_LEGEND,
     VERDICTS,
     WARNED,
+    buckets_of,
     capability_rows,
     coverage_of,
     evidence_label,
     is_strict,
+    offered_of,
     ordered,
     registry_line,
     status_of,
@@ -38,6 +41,14 @@ _WORD = {
     "no-verdict": "⚠️ NO VERDICT",
 }
 MESSAGE_CHARS = 240
+#: A shard's own word, said of its slice alone.
+SHARD_WORDS = {
+    "passed": "nothing failed",
+    "failed": "a requirement that decides the verdict failed",
+    "incomplete": "scenarios were not run (see below)",
+    "error": "a check of the suite raised or a suite test broke",
+    "no-verdict": "the target kept answering 429",
+}
 
 
 def _first(tally: Tally, outcome: str) -> dict[str, Any]:
@@ -60,10 +71,20 @@ def summary_markdown(results: Results) -> str:
     meta = results.meta
     strict = is_strict(results)
     verdict = verdict_of(results)
+    if meta.get("shard"):
+        # One shard judged its slice only: its own word is not the run's (issue 27).
+        heading = f"shard {cell(meta['shard'])}, verdict left to the merge"
+        said = (
+            f"One shard of a run: in its slice, {SHARD_WORDS.get(verdict, verdict)}. The run's "
+            "verdict is conformance-merge's, over every shard's results.json."
+        )
+    else:
+        heading = _WORD.get(verdict, "⚠️ " + verdict.upper())
+        said = cell(VERDICTS.get(verdict, ""))
     lines = [
-        f"## Completions conformance: {_WORD.get(verdict, '⚠️ ' + verdict.upper())}",
+        f"## Completions conformance: {heading}",
         "",
-        cell(VERDICTS.get(verdict, "")),
+        said,
         "",
         f"Target `{cell(meta.get('target', '?'))}` · spec {cell(meta.get('spec', '?'))}"
         f" · model `{cell(meta.get('model', '?'))}`"
@@ -109,17 +130,24 @@ def summary_markdown(results: Results) -> str:
     else:
         lines.append("None.")
     coverage = coverage_of(results)
-    tested = sum(1 for t in results.tallies.values() if t.checked)
+    buckets = buckets_of(results)
     lines += ["", "### Not tested", ""]
     lines.append(
-        f"{tested} of {len(results.tallies)} requirements tested; "
-        f"{len(coverage.untested)} untested, {len(coverage.not_applicable)} not applicable, "
-        f"{len(coverage.deselected)} deselected."
-        + ("" if coverage.recorded else " (This run recorded no coverage.)")
+        buckets.line() + ("" if coverage.recorded else " (This run recorded no coverage.)")
     )
     if coverage.untested:
         lines += ["", "Untested (untested is not passed):", ""]
         lines += table(["Requirement", "Why"], coverage.untested)
+    if coverage.not_applicable:
+        lines += ["", "Not applicable (each with its stated reason):", ""]
+        lines += table(["Requirement", "Why"], coverage.not_applicable)
+    if buckets.not_exercised:
+        lines += [
+            "",
+            "Not exercised (SHOULD/CAPABILITY, advisory): "
+            + ", ".join(f"`{cell(rid)}`" for rid in buckets.not_exercised)
+            + ".",
+        ]
     skipped = {str(e.get("reason", "")) for e in meta.get("skipped_scenarios") or []}
     if skipped:
         lines += ["", "Scenarios not run: " + "; ".join(cell(r) for r in sorted(skipped)) + "."]
@@ -132,6 +160,8 @@ def summary_markdown(results: Results) -> str:
     caps = capability_rows(results)
     if caps:
         lines += ["", "### Capabilities (one probe per feature)", ""]
+        figure = offered_of(results).text()
+        lines += [OFFERED_LEGEND.replace("offered:", f"offered: {figure},", 1), ""]
         lines += table(["Feature", "Outcome", "Detail"], caps)
     baseline = meta.get("baseline")
     if isinstance(baseline, dict):

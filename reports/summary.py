@@ -74,7 +74,8 @@ def status_of(tally: Tally, *, strict: bool) -> str:
 
 # What each verdict the plugin records means, for the reader of a report.
 VERDICTS = {
-    "passed": "Every requirement that decides the verdict was tested and held.",
+    "passed": "Every requirement that decides the verdict was tested and held, or has a "
+    "stated reason why it could not apply (listed under Not tested).",
     "failed": "A requirement that decides the verdict failed.",
     "incomplete": "Nothing failed, but MUST requirements were left untested or scenarios not run (the budget, a missing generator): not a pass.",
     "error": "A check of the suite raised, a suite test broke, or the run was interrupted.",
@@ -117,6 +118,74 @@ def coverage_of(results: Results) -> Coverage:
         not_applicable=_pairs(raw.get("not_applicable")),
         deselected=tuple(str(d) for d in raw.get("deselected") or []),
         recorded=True,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Buckets:
+    """Every requirement of a run in exactly one bucket, so that the counts add up.
+
+    ``tested``: at least one exchange exercised it (passed or failed); ``untested``: a MUST
+    no exchange exercised, with no stated reason; ``not_applicable``: a MUST with a stated
+    reason (the spec, a proper 4xx decline, a skipped scenario's reason); ``deselected``:
+    left out by --checks/--skip-checks; ``not_exercised``: a SHOULD or CAPABILITY no
+    exchange exercised (advisory: it does not decide the verdict).
+    """
+
+    tested: tuple[str, ...] = ()
+    untested: tuple[str, ...] = ()
+    not_applicable: tuple[str, ...] = ()
+    deselected: tuple[str, ...] = ()
+    not_exercised: tuple[str, ...] = ()
+
+    @property
+    def total(self) -> int:
+        return sum(len(ids) for ids in self.parts().values())
+
+    def parts(self) -> dict[str, tuple[str, ...]]:
+        """The buckets by the words a report shows them with, in that order."""
+        return {
+            "tested": self.tested,
+            "untested MUST": self.untested,
+            "not applicable": self.not_applicable,
+            "deselected": self.deselected,
+            "not exercised (SHOULD/CAPABILITY)": self.not_exercised,
+        }
+
+    def line(self) -> str:
+        """``71 requirements: 67 tested, 0 untested MUST, ...`` (the counts add up)."""
+        counts = ", ".join(f"{len(ids)} {word}" for word, ids in self.parts().items())
+        return f"{self.total} requirements: {counts}."
+
+
+def buckets_of(results: Results) -> Buckets:
+    """Each requirement of the run (its tallies, and the MUSTs its coverage names) in the
+    first bucket that holds: deselected, not applicable, untested, tested, not exercised.
+    A MUST the target declined with a proper 4xx is not applicable, not also tested."""
+    coverage = coverage_of(results)
+    deselected = set(coverage.deselected)
+    not_applicable = {rid for rid, _ in coverage.not_applicable}
+    untested = {rid for rid, _ in coverage.untested}
+    ids = list(dict.fromkeys([*results.tallies, *coverage.deselected, *not_applicable, *untested]))
+    found: dict[str, list[str]] = {k: [] for k in ("d", "n", "u", "t", "x")}
+    for rid in ids:
+        tally = results.tallies.get(rid)
+        if rid in deselected:
+            found["d"].append(rid)
+        elif rid in not_applicable:
+            found["n"].append(rid)
+        elif rid in untested:
+            found["u"].append(rid)
+        elif tally is not None and tally.checked:
+            found["t"].append(rid)
+        else:
+            found["x"].append(rid)
+    return Buckets(
+        tested=tuple(found["t"]),
+        untested=tuple(found["u"]),
+        not_applicable=tuple(found["n"]),
+        deselected=tuple(found["d"]),
+        not_exercised=tuple(found["x"]),
     )
 
 
@@ -230,6 +299,56 @@ def scores(results: Results) -> dict[str, Score]:
         passed = [t for t in tested if not t.failed and not t.unsupported and not t.errored]
         out[level] = Score(level, len(passed), len(tested))
     return out
+
+
+#: The outcomes of a capability probe (conformance/capabilities.py), in the order shown.
+OFFER_OUTCOMES = ("offered", "declined", "ignored", "broken")
+#: What the capability figure is, wherever it is shown.
+OFFERED_LEGEND = (
+    "Capabilities offered: the share of the features of the capability table the run probed "
+    "(one probe per feature and form: a minimal request plus that feature alone) that the "
+    "target offers; the others are declined (a proper 4xx), ignored (200, no effect) or "
+    "broken (a 5xx, no answer, or a MUST failure of a requirement owning the feature)."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Offered:
+    """The capability figure, computed from the capability table (never from the one
+    CAPABILITY-level requirement): how many probed features and forms ended in each outcome."""
+
+    counts: tuple[tuple[str, int], ...]  # (outcome, features), OFFER_OUTCOMES first
+
+    @property
+    def probed(self) -> int:
+        return sum(n for _, n in self.counts)
+
+    @property
+    def offered(self) -> int:
+        return dict(self.counts).get("offered", 0)
+
+    @property
+    def percent(self) -> float | None:
+        return 100.0 * self.offered / self.probed if self.probed else None
+
+    def detail(self) -> str:
+        """``4/5; 1 broken``: offered of probed, then each other outcome seen."""
+        others = ", ".join(f"{n} {o}" for o, n in self.counts if o != "offered" and n)
+        return f"{self.offered}/{self.probed}" + (f"; {others}" if others else "")
+
+    def text(self) -> str:
+        """``80% (4/5; 1 broken)``, or ``n/a`` when no feature was probed."""
+        pct = self.percent
+        return "n/a" if pct is None else f"{pct:.0f}% ({self.detail()})"
+
+
+def offered_of(results: Results) -> Offered:
+    """The capability figure of ``results`` (its capability table)."""
+    seen: dict[str, int] = dict.fromkeys(OFFER_OUTCOMES, 0)
+    for entry in results.capabilities.values():
+        outcome = str(entry.get("outcome", "")) or "broken"
+        seen[outcome] = seen.get(outcome, 0) + 1
+    return Offered(tuple(seen.items()))
 
 
 def capability_rows(results: Results) -> list[tuple[str, str, str]]:

@@ -9,7 +9,9 @@ import anyio._core._sockets
 import anyio._core._synchronization
 import anyio._core._tasks  # noqa: F401
 import httpcore  # noqa: F401  (see below)
+import hypothesis
 import pytest
+import support
 from hypothesis import strategies as st
 from support import Targets
 
@@ -32,6 +34,26 @@ from strategies import draw
 # 3.11's ast is not thread-safe ("AST constructor recursion depth mismatch": the target
 # answers 500). One draw first, likewise, loads what Hypothesis imports on its first run
 # (a session fixture: Hypothesis warns of draws while conftest files load).
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The tier of this session: exhaustive when the -m expression selects the tests marked
+    ``exhaustive`` (``-m exhaustive``, or an empty -m: every test)."""
+    expression = str(config.getoption("markexpr", "") or "")
+    words = expression.split()
+    support.EXHAUSTIVE = not expression or ("exhaustive" in words and "not" not in words)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """In the exhaustive tier, every Hypothesis property runs too, at its full example
+    count (``support.examples``): marked here, before -m selects (the default tier ran
+    them at a fifth)."""
+    if not support.EXHAUSTIVE:
+        return
+    for item in items:
+        if hypothesis.is_hypothesis_test(getattr(item, "obj", None)):
+            item.add_marker(pytest.mark.exhaustive)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -15,6 +15,17 @@ from conformance.requirements import REGISTRY, load_checks
 from conformance.results import Finding, evaluate
 from conformance.spec import Spec, load_spec
 
+#: Whether this session runs the exhaustive tier (``-m exhaustive``, set by conftest.py):
+#: Hypothesis properties then draw their full example counts (see :func:`examples`).
+EXHAUSTIVE = False
+
+
+def examples(full: int) -> int:
+    """A property's example count: ``full`` in the exhaustive tier, a fifth of it (at least
+    20) in the default tier, whose wall time a contributor waits for on every change."""
+    return full if EXHAUSTIVE else max(20, full // 5)
+
+
 MODEL = "reference-model"
 API_KEY = "sk-test-" + "5ecret" * 4
 FAST_LIMITS = Limits(ttfb=5.0, gap=2.0, total=10.0)

@@ -79,24 +79,6 @@ def test_action_declares_its_inputs_and_never_puts_an_input_into_shell_text() ->
         assert os.access(ROOT / script, os.X_OK), script
 
 
-def test_passing_verdict_in_two_shards(targets: Targets, tmp_path: Path) -> None:
-    url = targets.get("aihubmix").server.url
-    run, outputs, summary = _gate(tmp_path, TARGET_URL=url, SHARDS="2", CONFORMANCE_API_KEY=API_KEY)
-    assert outputs["verdict"] == "passed", run.stdout + run.stderr
-    assert outputs["exit-code"] == "0" and run.returncode == 0
-    assert summary.startswith("## Completions conformance: ✅ PASSED")
-    assert (tmp_path / "conformance-report" / "report.html").is_file()
-    assert (tmp_path / "conformance-report" / "shard-2" / "results.json").is_file()
-    assert _verdict_step(outputs) == 0
-    # The key never appears: not in the log, the summary, nor any report.
-    written = [
-        p.read_text(errors="replace")
-        for p in (tmp_path / "conformance-report").rglob("*")
-        if p.is_file()
-    ]
-    assert all(API_KEY not in text for text in [run.stdout, run.stderr, summary, *written])
-
-
 def test_failing_verdict_fails_the_job(targets: Targets, tmp_path: Path) -> None:
     url = targets.get("aihubmix", "empty-id").server.url
     quick = "--max-examples 1 --checks RESP-ID -k valid_requests"
@@ -125,6 +107,79 @@ def test_gitlab_include_runs_the_same_gate() -> None:
     job = yaml.safe_load((ROOT / "ci" / "gitlab-ci.yml").read_text())[".completions-conformance"]
     assert any("completions-conformance gate" in line for line in job["script"])
     assert job["artifacts"]["when"] == "always"
+
+
+def _readme_action_inputs() -> dict[str, str]:
+    """The README's Action example as written: its ``with:`` inputs, the commented ones
+    included (uncommented), as the environment the gate step gets them in."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme[readme.index("```yaml") + len("```yaml") :]
+    block = block[: block.index("```")]
+    uncommented = re.sub(r"^(\s+)# (\w[\w-]*: )", r"\1\2", block, flags=re.M)
+    steps = yaml.safe_load(uncommented)["jobs"]["conformance"]["steps"]
+    step = next(s for s in steps if "completions-conformance@" in s.get("uses", ""))
+    env = {
+        "TARGET_URL": "target-url", "MODEL": "model", "SPEC": "spec", "SHARDS": "shards",
+        "BASELINE": "baseline", "REQUIRE_CAPABILITIES": "require-capabilities",
+        "EXTRA_ARGS": "args", "CONFORMANCE_API_KEY": "api-key",
+    }  # fmt: skip
+    return {name: str(step["with"][key]) for name, key in env.items() if key in step["with"]}
+
+
+def test_the_readme_action_example_runs_as_written(targets: Targets, tmp_path: Path) -> None:
+    """Issue 27, item 2: ``args: --header 'X-Team: my team'`` became ``ERROR: module or
+    package not found: my`` and ``verdict error (exit 3)``. The README's example, with its
+    placeholders filled in (the reference target, its model and key, no baseline file), passes."""
+    inputs = _readme_action_inputs()
+    assert "'X-Team: my team'" in inputs["EXTRA_ARGS"], inputs
+    url = targets.get("aihubmix").server.url
+    inputs |= {"TARGET_URL": url, "MODEL": "reference-model", "CONFORMANCE_API_KEY": API_KEY}
+    inputs.pop("BASELINE")  # a file of the reader's repository
+    run, outputs, summary = _gate(tmp_path, **inputs)
+    assert outputs["verdict"] == "passed", run.stdout[-3000:] + run.stderr
+    assert outputs["exit-code"] == "0" and run.returncode == 0
+    assert summary.startswith("## Completions conformance: ✅ PASSED")
+    assert (tmp_path / "conformance-report" / "report.html").is_file()
+    shards = int(inputs["SHARDS"])
+    assert (
+        shards > 1
+        and (tmp_path / "conformance-report" / f"shard-{shards}" / "results.json").is_file()
+    )
+    assert _verdict_step(outputs) == 0
+    # The key and the header's value never appear: not in the log, the summary, nor a report.
+    written = [
+        p.read_text(errors="replace")
+        for p in (tmp_path / "conformance-report").rglob("*")
+        if p.is_file()
+    ]
+    for secret in (API_KEY, "my team"):
+        assert all(secret not in text for text in [run.stdout, run.stderr, summary, *written])
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        ("--header 'X-Team: my team' --max-examples 2", ["--header", "X-Team: my team"]),
+        ('--header "X-Team: my team"', ["--header", "X-Team: my team"]),
+        ("--checks RESP-ID,RESP-SCHEMA  -k 'valid and not edge'", ["-k", "valid and not edge"]),
+        ("--header X-Star:* $HOME", ["X-Star:*", "$HOME"]),  # nothing expanded
+    ],
+)
+def test_args_are_split_as_a_shell_user_expects(args: str, words: list[str]) -> None:
+    from conformance.gate import split_args
+
+    split = split_args(args)
+    assert any(split[i : i + len(words)] == words for i in range(len(split))), split
+
+
+def test_args_with_an_unbalanced_quote_is_one_error_line(tmp_path: Path) -> None:
+    run, outputs, _ = _gate(
+        tmp_path, TARGET_URL="http://127.0.0.1:9", EXTRA_ARGS="--header 'X-Team: my team"
+    )
+    assert outputs["verdict"] == "bad-input" and outputs["exit-code"] == "4", run.stderr
+    errors = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and errors[0].startswith("ERROR: completions-conformance gate: args")
+    assert _verdict_step(outputs) == 4
 
 
 @pytest.mark.parametrize("shards", ["0", "x"])

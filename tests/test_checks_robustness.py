@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import examples
 from synthetic import body_exchange, chunks_for, completion_for, req, stream_exchange
 
 from conformance.case import Case
@@ -136,7 +137,9 @@ def _with_sdk_view(exchange: Exchange, body: dict[str, Any]) -> Exchange:
     return exchange
 
 
-FAST = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(
+    max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @FAST

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,17 @@ def test_shards_split_the_suite_and_merge_into_one_verdict(
     url = targets.get("aihubmix").server.url
     shards = [run(pytester, url, tmp_path / f"s{k}", "--shard", f"{k}/2") for k in (1, 2)]
     assert [s.ret for s in shards] == [0, 0]
+    # Issue 27, item 4: a shard's last line says it is a shard and leaves the verdict to
+    # the merge; it never reads "passed" over the MUSTs it left to the other shards.
+    for k, shard in enumerate(shards, 1):
+        last = [line for line in shard.outlines if line.strip()][-1]
+        assert last.startswith(f"verdict: left to the merge (shard {k}/2: nothing failed"), last
+        assert "passed" not in last and "MUST untested in this shard" in last, last
+        page = (tmp_path / f"s{k}" / "summary.md").read_text(encoding="utf-8")
+        assert page.startswith(
+            f"## Completions conformance: shard {k}/2, verdict left to the merge"
+        )
+        assert "PASSED" not in page
     ran = [json.loads((tmp_path / f"s{k}" / "results.json").read_text()) for k in (1, 2)]
     assert all(r["spent"]["requests"] > 0 for r in ran)
     assert (
@@ -138,4 +150,24 @@ def test_a_budget_cut_run_is_incomplete_not_passed(
     result.stdout.fnmatch_lines(["verdict: incomplete (*because request budget spent*"])
     data = json.loads((tmp_path / "results.json").read_text())
     assert data["meta"]["verdict"] == "incomplete" and data["meta"]["not_run"]
+
+
+def test_a_scenario_the_budget_cut_short_shows_as_cut_in_pytests_own_lines(
+    pytester: pytest.Pytester, targets: Targets, tmp_path: Path
+) -> None:
+    """Issue 27, item 5: with ``--budget-requests 20 -v`` pytest showed ``test_capabilities
+    PASSED`` while the conformance block said that scenario was cut short."""
+    url = targets.get("aihubmix").server.url
+    result = run(pytester, url, tmp_path, "--budget-requests", "20", "--concurrency", "1", "-v")
+    assert result.ret == 7
+    data = json.loads((tmp_path / "results.json").read_text())
+    cut = [s["id"] for s in data["record"]["scenarios"] if s["cause"] == "budget" and s["unsent"]]
+    assert cut, data["record"]["scenarios"]
+    out = result.stdout.lines
+    shown = [next(x for x in out if f"::test_{item} " in x) for item in cut]
+    # Cut before its first request: SKIPPED (with the budget as reason); after: CUT.
+    assert all(" CUT (request budget spent" in x or " SKIPPED" in x for x in shown), shown
+    assert any(" CUT (" in x for x in shown) and not any("PASSED" in x for x in shown), shown
+    footer = next(x for x in reversed(out) if x.startswith("=") and " in " in x)
+    assert re.search(r"\b\d+ cut\b", footer), footer
     assert "--budget-requests" in (tmp_path / "summary.md").read_text()

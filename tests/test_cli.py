@@ -73,6 +73,10 @@ def test_pytest_help_is_one_option_away(tmp_path: Path) -> None:
     run = _cli("--help-pytest", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert "--junit-prefix" in run.stdout and "--target-url" in run.stdout
+    # Issue 27, item 6: it opened with "usage: pytest.main() [options]".
+    first = run.stdout.splitlines()[0]
+    assert first.startswith("pytest's own options, which completions-conformance passes"), first
+    assert "pytest.main()" not in run.stdout
 
 
 def test_a_run_takes_pytest_options_after_dashes_and_warns_of_nothing(tmp_path: Path) -> None:

@@ -95,6 +95,45 @@ def test_markdown_matrix_capabilities_and_scores(two_runs: list[Path], tmp_path:
     assert "| Verdict | ✅ passed | ❌ failed |" in md
 
 
+def _with_capabilities(target: str, outcomes: dict[str, str]) -> dict[str, Any]:
+    run = _run(target, failing=False)  # its one CAPABILITY requirement held
+    run["capabilities"] = {f: {"outcome": o, "detail": "x"} for f, o in outcomes.items()}
+    return run
+
+
+def test_the_capability_figure_is_the_capability_tables(tmp_path: Path) -> None:
+    """Issue 27, item 3: "Capabilities 100% (1/1)" counted the one CAPABILITY requirement,
+    beside a broken include_usage; a target declining half the features showed 0% (0/1)."""
+    broken = {"echo": "offered", "n": "offered", "seed": "offered", "logprobs": "offered",
+              "include_usage": "broken"}  # fmt: skip
+    declining = {f"f{i}": ("declined" if i % 2 else "offered") for i in range(8)}
+    declining["suffix"] = "ignored"
+    paths = []
+    for name, outcomes in (("broken", broken), ("declining", declining)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(_with_capabilities(name, outcomes)))
+        paths.append(str(path))
+    md_out, html_out = tmp_path / "cmp.md", tmp_path / "cmp.html"
+    assert main([*paths, "--md", str(md_out), "--html", str(html_out)]) == 0
+    md = md_out.read_text()
+    assert (
+        "| Capabilities offered | 80% (4/5; 1 broken) | 44% (4/9; 4 declined, 1 ignored) |" in md
+    ), md
+    assert "Capabilities offered: the share of the features of the capability table" in md
+    page = html_out.read_text()
+    row = page.split("<tr><td>Capabilities offered</td>", 1)[1].split("</tr>", 1)[0]
+    assert "80%" in row and "(4/5; 1 broken)" in row and "100%" not in row, row
+    # The single run's HTML headline and summary.md say the same.
+    from reports.html import render_html
+    from reports.run_summary import summary_markdown
+
+    one = Results.from_json(_with_capabilities("broken", broken))
+    figure = render_html(one).split('Capabilities offered</div><div class="v">', 1)[1]
+    figure = figure.split("</div>", 1)[0]  # the headline's figure
+    assert "80%" in figure and "(4/5; 1 broken)" in figure, figure
+    assert "Capabilities offered: 80% (4/5; 1 broken)" in summary_markdown(one)
+
+
 def test_html_matrix_capabilities_and_scores(two_runs: list[Path], tmp_path: Path) -> None:
     out = tmp_path / "cmp.html"
     assert main([*map(str, two_runs), "--html", str(out)]) == 0

@@ -3,11 +3,16 @@ repository, and the README's installation and commands work outside a checkout t
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import os
 import re
+import subprocess
+import sys
 import tokenize
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SKIP = {".venv", ".venv-ci", ".tox", ".git", "build", "dist", "__pycache__", ".real-targets",
@@ -112,3 +117,19 @@ def test_readme_installs_from_outside_and_keeps_two_commands() -> None:
     quick = readme[readme.index("## Quick start") : readme.index("## Pointing it")]
     blocks = re.findall(r"```\n(.*?)\n```", quick, re.S)
     assert blocks[1:] == ["pytest conformance", "pytest -n auto"], blocks
+
+
+def test_tox_lists_every_environment() -> None:
+    """Issue 27, item 8: ``tox -l`` hid the conformance and real-targets environments. The
+    suite's main job is a default environment; real-targets (third-party installs) stays
+    opt-in, and ``tox l`` names it with its description."""
+    if importlib.util.find_spec("tox") is None:
+        pytest.skip("tox is not installed (the [dev] extra)")
+    listed = subprocess.run(
+        [sys.executable, "-m", "tox", "-l"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert listed.stdout.split() == ["tests", "exhaustive", "lint", "types", "conformance"]
+    every = subprocess.run(
+        [sys.executable, "-m", "tox", "l"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    ).stdout
+    assert "additional environments:" in every and "real-targets -> " in every, every

@@ -235,13 +235,23 @@ def test_a_scenario_not_run_for_any_other_reason_is_never_passed(cause: SkipCaus
 
 
 def test_an_unrun_scenario_covering_a_must_leaves_it_untested() -> None:
-    keyless = ScenarioRun(
-        "auth_probes", "skipped", SkipCause.UNAVAILABLE, "no API key configured", ("AUTH-REQUIRED",)
-    )
-    results = _with(_results(AUTH_REQUIRED=(0, 0, 0)), scenarios=(keyless,))
+    unrun = ScenarioRun(
+        "auth_probes", "skipped", SkipCause.UNAVAILABLE, "the probes could not be built",
+        ("AUTH-REQUIRED",),
+    )  # fmt: skip
+    results = _with(_results(AUTH_REQUIRED=(0, 0, 0)), scenarios=(unrun,))
     verdict = decide(results)
     assert verdict.word == "incomplete"
-    assert verdict.coverage.untested[0].reason == "scenario not run: no API key configured"
+    assert verdict.coverage.untested[0].reason == "scenario not run: the probes could not be built"
+    # Without a key, a stated reason (the README's): not applicable, and the run passes.
+    keyless = ScenarioRun(
+        "auth_probes", "skipped", SkipCause.NO_KEY, "no API key configured", ("AUTH-REQUIRED",)
+    )
+    verdict = decide(_with(_results(AUTH_REQUIRED=(0, 0, 0)), scenarios=(keyless,)))
+    assert verdict.word == "passed" and verdict.coverage.untested == ()
+    assert [(u.id, u.reason) for u in verdict.coverage.not_applicable] == [
+        ("AUTH-REQUIRED", "scenario skipped: no API key configured")
+    ]
 
 
 def test_a_spent_budget_is_a_reason_but_still_incomplete() -> None:
@@ -306,9 +316,11 @@ def test_a_skipped_scenario_records_its_reason(targets: Targets) -> None:
     assert outcome.word == "skipped" and "no API key" in outcome.message
     assert item.results.run_record.scenarios == (
         ScenarioRun(
-            "auth_probes", "skipped", SkipCause.UNAVAILABLE, outcome.message, ("AUTH-REQUIRED",)
+            "auth_probes", "skipped", SkipCause.NO_KEY, outcome.message, ("AUTH-REQUIRED",)
         ),
     )
+    # A stated reason: no key given, auth is not probed; AUTH-REQUIRED is not applicable.
+    assert item.results.run_record.scenarios[0].excused
 
 
 def test_tally_defaults_mean_not_tested() -> None:

@@ -6,8 +6,10 @@ level, must be exactly the recorded set (``EXACT``), which holds each proof's re
 (a CAPABILITY one is reported unsupported instead). Every legal variation must produce no
 finding at all. docs/proof.md is generated from the same tables.
 
-Cost: one in-process suite run per (fault, flavor), about 100 runs (3-7 s each on 2 busy
-cores); with ``-n 2`` the corpus takes a few minutes of the project's test run.
+Cost: one in-process suite run per (fault, flavor), about 140 runs (3-7 s each on 2 busy
+cores): the exhaustive tier (``pytest -n auto -m exhaustive``; CI runs it). The default
+tier runs a sample (``SAMPLE``): a fault of each kind under each spec and two legal
+variations, so that a change that breaks the corpus's loop shows in every test run.
 """
 
 from __future__ import annotations
@@ -63,11 +65,26 @@ def run_suite(
 
 
 RUNS = runs()
+#: The runs of the default tier: a fault of each stage (serving, content, streaming, auth)
+#: and two legal variations, across both specs; the rest are the exhaustive tier's.
+SAMPLE = {
+    ("empty-id", "aihubmix"),
+    ("stream-no-done", "nscale"),
+    ("usage-arithmetic", "nscale"),
+    ("auth-ignored", "aihubmix"),
+    ("sse-crlf", "aihubmix"),
+    ("vendor-fields", "nscale"),
+}
 
 
-@pytest.mark.parametrize(
-    ("fault", "flavor", "args"), RUNS, ids=[f"{fault}-{flavor}" for fault, flavor, _ in RUNS]
-)
+def _tiered(*values: Any) -> Any:
+    """A parameter set, marked exhaustive unless its (fault, flavor) is in SAMPLE."""
+    fault, flavor = values[0], values[1]
+    marks = () if (fault, flavor) in SAMPLE else (pytest.mark.exhaustive,)
+    return pytest.param(*values, marks=marks, id=f"{fault}-{flavor}")
+
+
+@pytest.mark.parametrize(("fault", "flavor", "args"), [_tiered(*run) for run in RUNS])
 def test_fault_fails_exactly_its_requirements(
     pytester: pytest.Pytester, targets: Targets, fault: str, flavor: str, args: tuple[str, ...]
 ) -> None:
@@ -100,7 +117,7 @@ def test_every_proof_is_in_its_exact_set() -> None:
     assert all(rid in REGISTRY for sets in EXACT.values() for ids in sets.values() for rid in ids)
 
 
-@pytest.mark.parametrize(("fault", "flavor"), TOLERANCE, ids=[f"{f}-{fl}" for f, fl in TOLERANCE])
+@pytest.mark.parametrize(("fault", "flavor"), [_tiered(*pair) for pair in TOLERANCE])
 def test_legal_variation_produces_no_finding(
     pytester: pytest.Pytester, targets: Targets, fault: str, flavor: str
 ) -> None:
@@ -110,6 +127,11 @@ def test_legal_variation_produces_no_finding(
     assert findings == set()
     declined = {rid for rid, t in tallies.items() if t["unsupported"]}
     assert declined <= ({"VALID-ACCEPTED"} if fault == "reject-token-prompts" else set())
+
+
+def test_the_sample_is_part_of_the_corpus() -> None:
+    corpus = {(fault, flavor) for fault, flavor, _ in RUNS} | set(TOLERANCE)
+    assert corpus >= SAMPLE
 
 
 def test_every_requirement_has_a_proof() -> None:

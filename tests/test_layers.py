@@ -29,6 +29,7 @@ LAYERS = {
     "conformance.runner": 3,
     "conformance.plugin": 3,
     "conformance.options": 3,
+    "conformance.arguments": 3,  # the command line's words that are not the suite's
     "conformance.terminal": 3,
     "conformance.cli": 3,
     "conformance.gate": 3,  # the CI gate (GitHub Action): shards, merge, job summary

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import Targets, target_args
 
 from conformance.assembly import BadInput, Setup, assemble
 from conformance.client import Limits
@@ -173,6 +174,14 @@ CLI_CASES = [
     (["--shard", "3/2"], "--shard '3/2': expected K/N"),
     (["--shard", "x"], "--shard 'x': expected K/N"),
     (["--header", "NoColon"], "--header 'NoColon': expected 'Name: value'"),
+    # Issue 27, items 2 and 6: pytest's usage text, or a run started and then refused.
+    (["--request-timeout", "abc"], "--request-timeout 'abc': expected a number"),
+    (["--max-examples", "x"], "--max-examples 'x': expected an integer"),
+    (["my"], "'my' is not an option of the suite or of pytest"),
+    (["--nope"], "'--nope' is not an option of the suite or of pytest"),
+    (["-k", "("], "-k '(': not a valid expression"),
+    (["-m", "a and"], "-m 'a and': not a valid expression"),
+    ([str(SUITE_DIR / "test_nope.py")], f"'{SUITE_DIR / 'test_nope.py'}': no such file"),
 ]
 
 
@@ -192,23 +201,53 @@ def test_the_plugin_shows_one_error_line_exit_4_before_any_request(
     assert counting.requests == before
 
 
-def test_the_console_script_validates_the_same_way(counting: Counting, tmp_path: Path) -> None:
+CONSOLE_CASES = [
+    (["--request-timeout", "-1"], "--request-timeout -1.0: expected a finite number of seconds > 0"),
+    (["--request-timeout", "abc"], "--request-timeout 'abc': expected a number"),
+    (["my"], "'my' is not an option of the suite or of pytest (see completions-conformance --help)"),
+    (["--", "my"], "'my' is not an option of the suite or of pytest (see completions-conformance --help)"),
+    (["--seed"], "--seed: expected one argument"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "line"), CONSOLE_CASES)
+def test_the_console_script_validates_the_same_way(
+    counting: Counting, tmp_path: Path, args: list[str], line: str
+) -> None:
     """``completions-conformance`` (``python -m conformance``) delegates to pytest: the same
-    check, the same line. This was an 81-line traceback and exit 3."""
+    check, the same line. ``--request-timeout -1`` was an 81-line traceback and exit 3, and
+    then named an internal field (``Limits.ttfb``); ``--request-timeout abc`` printed pytest's
+    usage, inifile and rootdir; a stray word sent the preflight and ended "verdict: error"
+    with pytest's ``ERROR:`` after it (issue 27)."""
     before = counting.requests
     done = subprocess.run(
         [sys.executable, "-m", "conformance", "--target-url", url_of(counting), "--model", "m",
-         "--request-timeout", "-1"],
+         *args],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 4, done.stderr
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert lines == [
-        "ERROR: conformance: --request-timeout -1.0 (Limits.ttfb): expected a finite number of "
-        "seconds > 0"
-    ]
-    assert "Traceback" not in done.stdout
+    lines = [x for x in done.stderr.splitlines() if x.strip()]
+    assert lines == [f"ERROR: conformance: {line}"]
+    assert "Traceback" not in done.stdout and "verdict" not in done.stdout
+    assert not (tmp_path / "reports").exists()  # no run started, no report written
     assert counting.requests == before
+
+
+def test_a_node_the_suite_does_not_have_is_one_error_line_before_the_verdict(
+    pytester: pytest.Pytester, targets: Targets
+) -> None:
+    """pytest refuses a node ID it does not find only after collection, once the run has
+    started (the preflight was sent): its ERROR: line comes before the verdict, which stays
+    the last line, and pytest prints nothing after it."""
+    result = pytester.runpytest_inprocess(
+        f"{SUITE_DIR / 'test_sdk.py'}::test_nope", "-p", "no:cacheprovider",
+        *target_args(targets.get("aihubmix").server.url),
+    )  # fmt: skip
+    assert result.ret == 4
+    out = [line for line in result.stdout.lines if line.strip()]
+    assert out[-2].startswith("ERROR: not found: ") and "test_nope" in out[-2], out[-3:]
+    assert out[-1].startswith("verdict: error (not found: "), out[-1]
+    assert not [line for line in result.stderr.lines if line.strip()]
 
 
 # --- --fuzz without its generator -------------------------------------------------------

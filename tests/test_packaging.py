@@ -49,6 +49,7 @@ def test_wheel_carries_packages_specs_and_entry_point(wheel: Path) -> None:
     assert not any(n.startswith("tests/") for n in names)
 
 
+@pytest.mark.exhaustive  # installs the wheel and its dependencies into a new site directory
 def test_installed_copy_runs_the_suite_from_elsewhere(wheel: Path, tmp_path: Path) -> None:
     site = tmp_path / "site"
     subprocess.run(

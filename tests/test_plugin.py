@@ -19,7 +19,9 @@ def run_suite(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess(str(SUITE_DIR), *QUICK, *args)
 
 
-@pytest.mark.parametrize("spec", ["aihubmix", "nscale"])
+@pytest.mark.parametrize(
+    "spec", ["aihubmix", pytest.param("nscale", marks=pytest.mark.exhaustive)]
+)  # nscale's whole runs are in the fault corpus sample and the exhaustive tier
 def test_embedded_default_passes_and_writes_reports(
     pytester: pytest.Pytester, tmp_path: Path, spec: str
 ) -> None:
@@ -231,3 +233,20 @@ def test_the_suite_runs_library_code_without_assertion_rewriting(
             "*probe: conformance.test_completions rewritten=True",
         ]
     )
+
+
+def test_report_paths_are_printed_normalised(pytester: pytest.Pytester, targets: Targets) -> None:
+    """Issue 27, item 8: ``--report-dir ../runs/x`` printed ``.../repo/../runs/x/junit.xml``."""
+    url = targets.get("aihubmix").server.url
+    result = pytester.runpytest_inprocess(
+        str(SUITE_DIR), *QUICK, *target_args(url), "-k", "unknown_model",
+        "--report-dir", "../runs/x",
+    )  # fmt: skip
+    shown = [
+        line.removeprefix("report: ") for line in result.stdout.lines if line.startswith("report: ")
+    ]
+    expected = (pytester.path.parent / "runs" / "x").resolve()
+    assert shown == [
+        str(expected / n) for n in ("junit.xml", "report.html", "results.json", "summary.md")
+    ]
+    assert all(Path(p).is_file() for p in shown)

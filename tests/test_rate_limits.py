@@ -127,6 +127,7 @@ def test_probe(conformance):
 """
 
 
+@pytest.mark.exhaustive  # an xdist run paced by --rps: its wall time is what it measures
 def test_under_xdist_rps_is_shared_and_rate_limits_end_without_verdict(
     pytester: pytest.Pytester, targets: Targets, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

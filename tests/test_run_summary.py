@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,7 +16,7 @@ from conformance.case import Case
 from conformance.exchange import Exchange, Headers
 from conformance.judging import ShardMismatch
 from conformance.requirements import Level, Requirement
-from conformance.results import Finding, Results, latency_summary
+from conformance.results import Finding, Results, Tally, latency_summary
 from reports.html import render_html
 from reports.junit import build_junit
 from reports.markdown import comparison_markdown
@@ -115,7 +116,10 @@ def test_summary_md_has_verdict_coverage_failures_and_capabilities() -> None:
     text = summary_markdown(results)
     assert text.startswith("## Completions conformance: ❌ FAILED")
     assert "| AUTH-REQUIRED | the budget ran out before the auth probes |" in text
-    assert "1 untested, 1 not applicable, 1 deselected" in text
+    assert (
+        "4 requirements: 1 tested, 1 untested MUST, 1 not applicable, 1 deselected, "
+        "0 not exercised (SHOULD/CAPABILITY)." in text
+    )
     assert "| `RESP-SCHEMA` | MUST | spec schema | 1/2 | yes |" in text
     assert "\\| is &lt;b&gt;missing&lt;/b&gt;" in text and "at choices[0].id" in text
     assert "| n | ignored | 1 choice(s) for 2 asked |" in text
@@ -257,3 +261,50 @@ def test_a_recorded_pass_over_untested_requirements_is_never_shown_green() -> No
     assert "INCOMPLETE" in summary_markdown(results)
     results.meta["coverage"] = {"untested": [], "not_applicable": [], "deselected": []}
     assert 'class="verdict passed"' in render_html(results)
+
+
+def test_summary_md_counts_add_up_every_requirement_in_one_bucket() -> None:
+    """Issue 27, item 7: "68 of 71 requirements tested; 0 untested, 1 not applicable, 0
+    deselected" accounted for 69; two SHOULDs checked 0 times were listed nowhere, and a
+    MUST declined with a proper 4xx was counted as tested and as not applicable."""
+    from reports.summary import buckets_of
+
+    def tally(rid: str, level: str, checked: int = 0, unsupported: int = 0) -> Tally:
+        return Tally(rid, level, "schema", "", "", checked=checked, unsupported=unsupported)
+
+    results = Results()
+    for t in (
+        tally("RESP-SCHEMA", "MUST", checked=5),
+        tally("LOGPROBS-PRESENCE", "MUST", checked=2, unsupported=2),  # declined: n/a
+        tally("STREAM-USAGE", "MUST"),  # n/a: the spec
+        tally("AUTH-REQUIRED", "MUST"),  # untested
+        tally("RETRY-AFTER-FORMAT", "SHOULD"),  # not exercised
+        tally("RESP-NULL-FIELDS", "SHOULD"),  # not exercised
+        tally("ECHO-PREFIX", "SHOULD", checked=3),
+        tally("CAPS", "CAPABILITY", checked=1),
+    ):
+        results.tallies[t.id] = t
+    results.meta["coverage"] = {
+        "untested": [{"id": "AUTH-REQUIRED", "reason": "no exchange exercised it"}],
+        "not_applicable": [
+            {"id": "STREAM-USAGE", "reason": "the spec declares no stream_options"},
+            {"id": "LOGPROBS-PRESENCE", "reason": "declined with a proper 4xx (2x)"},
+        ],
+        "deselected": ["RESP-ID"],  # deselected: no tally at all
+    }
+    buckets = buckets_of(results)
+    every = [rid for ids in buckets.parts().values() for rid in ids]
+    assert sorted(every) == sorted({*results.tallies, "RESP-ID"})  # each exactly once
+    assert buckets.not_exercised == ("RETRY-AFTER-FORMAT", "RESP-NULL-FIELDS")
+    assert "LOGPROBS-PRESENCE" not in buckets.tested
+    text = summary_markdown(results)
+    line = next(x for x in text.splitlines() if " requirements: " in x)
+    total, *parts = (int(n) for n in re.findall(r"(\d+) (?:requirements|[a-z])", line))
+    assert total == sum(parts) == 9, line
+    assert line == (
+        "9 requirements: 3 tested, 1 untested MUST, 2 not applicable, 1 deselected, "
+        "2 not exercised (SHOULD/CAPABILITY)."
+    )
+    assert "`RETRY-AFTER-FORMAT`, `RESP-NULL-FIELDS`" in text
+    assert line in render_html(results)  # the HTML report says the same
+    assert "| STREAM-USAGE | the spec declares no stream_options |" in text

@@ -305,7 +305,8 @@ def _body(fields: dict[str, Any]) -> bytes:
 
 # -- the proof ---------------------------------------------------------------------------
 
-pytestmark = pytest.mark.parametrize("name", sorted(LOGGED_SPECS))
+# Every request of two whole runs, logged and judged by the server: the exhaustive tier.
+pytestmark = [pytest.mark.parametrize("name", sorted(LOGGED_SPECS)), pytest.mark.exhaustive]
 
 
 def test_every_request_says_what_it_is_meant_to_be(runs: dict[str, Any], name: str) -> None:

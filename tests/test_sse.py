@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from support import examples
 
 try:
     import conformance  # noqa: F401
@@ -439,7 +440,7 @@ def streams(
 
 
 @settings(
-    max_examples=300,
+    max_examples=examples(300),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow],
@@ -465,7 +466,7 @@ def test_property_split_anywhere_same_events(
     )
 
 
-@settings(max_examples=100, deadline=None, database=None)
+@settings(max_examples=examples(100), deadline=None, database=None)
 @given(streams())
 def test_property_byte_by_byte(
     stream: tuple[bytes, list[tuple[str, str | None, str | None, int | None]]],
@@ -486,7 +487,7 @@ _tokens = st.sampled_from(
 )  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@settings(max_examples=examples(300), deadline=None, database=None)
 @given(st.lists(_tokens, max_size=40), st.lists(st.integers(0, 400), max_size=20))
 @example([b"data: x", b"\r", b"\n", b"\n"], [8])
 @example([b"\xef\xbb\xbf", b"data: a", b"\n", b"\n"], [1, 2])

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import examples
 
 import strategies
 from conformance.case import MAY_REFUSE_TAG, Case
@@ -47,7 +48,7 @@ INVALID = {
     name: invalid_requests(spec, model=MODEL, max_tokens=MAX_TOKENS) for name, spec in SPECS.items()
 }
 # Health checks stay on: generation must be neither slow nor filtered.
-FAST = settings(max_examples=60, deadline=None)
+FAST = settings(max_examples=examples(60), deadline=None)
 per_spec = pytest.mark.parametrize("name", sorted(SPECS))
 
 
@@ -518,7 +519,7 @@ def _from_schema_fields(spec: Spec) -> list[str]:
 
 
 @per_spec
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(data=st.data())
 def test_broken_rules_on_schema_generated_values(name: str, data: st.DataObject) -> None:
     """Values hypothesis-jsonschema draws from a field's schema: it ignores integer

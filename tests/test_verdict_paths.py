@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import examples
 
 from conformance.assembly import Setup
 from conformance.case import Case
@@ -226,7 +227,7 @@ def _essence(verdict: Any) -> tuple[Any, ...]:
     )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     played=items(),
     n=st.integers(1, 4),

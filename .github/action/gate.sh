@@ -17,10 +17,9 @@ if [ -n "${BASELINE:-}" ]; then args+=(--baseline "$BASELINE"); fi
 if [ -n "${REQUIRE_CAPABILITIES:-}" ]; then
   args+=(--require-capabilities "$REQUIRE_CAPABILITIES")
 fi
-# Further suite options, split into words like a command line (no globbing, no expansion).
-read -r -a extra <<< "${EXTRA_ARGS:-}"
-
-python -m conformance gate "${args[@]}" "${extra[@]}"
+# Further suite options, as one string: the gate splits it as a shell splits a command line
+# (quotes respected: --header 'X-Team: my team' is two words), never expanding anything.
+python -m conformance gate "${args[@]}" "--args=${EXTRA_ARGS:-}"
 code=$?
 # A gate that crashed wrote no exit-code= line: say so, so that the job still fails.
 if ! grep -q '^exit-code=' "${GITHUB_OUTPUT:-/dev/null}" 2>/dev/null; then

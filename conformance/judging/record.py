@@ -24,7 +24,11 @@ class SkipCause(StrEnum):
     NOT_DECLARED = "not-declared"
     DESELECTED = "deselected"  # deselected, or an opt-in that was not asked for
     BUDGET = "budget"  # the request or token budget ran out first
-    UNAVAILABLE = "unavailable"  # the suite lacks what it needs (a generator, the SDK, a key)
+    UNAVAILABLE = "unavailable"  # the suite lacks what it needs (a generator, the SDK)
+    # No API key was given: the target answered the preflight without one (or the run could
+    # not have started), so it is run open by its operator's choice, and a 200 to a request
+    # without credentials proves nothing. A stated reason, as the README says.
+    NO_KEY = "no-key"
     TARGET = "target"  # the target's answers left nothing to probe
     RATE_LIMITED = "rate-limited"  # the target kept answering 429
     # A probe that could cost more tokens than the run may spend (the context window probe
@@ -37,7 +41,9 @@ class SkipCause(StrEnum):
 
 
 #: The only reasons a scenario may go unrun in a run that passes.
-EXCUSED = frozenset({SkipCause.NOT_DECLARED, SkipCause.DESELECTED, SkipCause.COST})
+EXCUSED = frozenset(
+    {SkipCause.NOT_DECLARED, SkipCause.DESELECTED, SkipCause.NO_KEY, SkipCause.COST}
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 Never a false green: a run is ``passed`` only when every MUST requirement that applies
 was exercised and held, or has a stated reason why it could not apply (the spec does not
-declare the feature, the target declined it with a proper 4xx, it was deselected), and
+declare the feature, the target declined it with a proper 4xx, it was deselected, no API
+key was given to probe auth with), and
 every scenario ran, or was not run for one of those reasons. A budget that cut the run
 short, a missing generator, a probe the target left nothing for: ``incomplete``, naming
 what was not run. The engine, the pytest plugin, conformance-merge, the reports and the
