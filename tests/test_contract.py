@@ -46,6 +46,7 @@ def test_each_defect_shape_fails_the_nscale_run(targets: Targets, fault: str) ->
     assert outcome.results.run_record.contract == "openai-compatible"
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("flavor", ["aihubmix", "openai"])
 @pytest.mark.parametrize("fault", sorted(SHAPES))
 def test_each_defect_shape_still_fails_under_the_other_documents(
@@ -77,6 +78,7 @@ def test_a_created_a_client_cannot_read_fails_under_either_contract(targets: Tar
     assert outcome.verdict.word == "failed"
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("fault", sorted({fault for fault, _ in TOLERANCE}))
 def test_legal_variations_stay_silent_under_openais_document(targets: Targets, fault: str) -> None:
     # The fault corpus proves them silent under aihubmix and nscale; OpenAI's document,
