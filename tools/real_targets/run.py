@@ -104,6 +104,9 @@ class Work:
     root: Path
     python: str = sys.executable
     results_dir: Path | None = None  # default WORK/results; --results-dir keeps earlier runs apart
+    # --tuned-concurrency: each target's own --concurrency (a one-slot server at 1). The
+    # default is the suite's default, as a user runs it: verdicts must not depend on it.
+    tuned_concurrency: bool = False
 
     @property
     def logs(self) -> Path:
@@ -338,7 +341,8 @@ class Target:
     version: Callable[[Work], str] = field(default=lambda _w: "?")
     # Called after each suite run, before the servers stop (e.g. to read their logs).
     after: Callable[[Work, list[Server], str], None] | None = None
-    # --concurrency for the suite (None: the suite's default). llama-cpp-python serves one
+    # --concurrency for the suite with --tuned-concurrency (None: the suite's default, which is
+    # also what every target gets without that flag). llama-cpp-python serves one
     # request at a time and, by default (interrupt_requests), cuts a running stream short
     # when the next request arrives: at the suite's default concurrency (16) 40 of 150
     # requests timed out queueing or were cut (docs/real-targets.md, second re-run).
@@ -732,7 +736,7 @@ def run_suite(
     ]  # fmt: skip
     if target.vocab_size:
         cmd += ["--vocab-size", str(target.vocab_size)]
-    if target.concurrency:
+    if target.concurrency and work.tuned_concurrency:
         cmd += ["--concurrency", str(target.concurrency)]
     # Every exchange is saved, redacted, as a transcript (record_transcripts.py); promote
     # the telling ones into tests/transcripts/ with promote_transcript.py.
@@ -858,6 +862,12 @@ def main(argv: list[str] | None = None) -> int:
         "--prepare-only", action="store_true", help="install and build, run nothing"
     )
     parser.add_argument(
+        "--tuned-concurrency",
+        action="store_true",
+        help="run each target at its own --concurrency (one-slot servers at 1) instead of "
+        "the suite's default, as a user runs it",
+    )
+    parser.add_argument(
         "--serve",
         type=float,
         metavar="SECONDS",
@@ -874,6 +884,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Work(
         args.work_dir.resolve(),
         results_dir=args.results_dir.resolve() if args.results_dir else None,
+        tuned_concurrency=args.tuned_concurrency,
     )
     if REPO in work.root.parents or work.root == REPO:
         log(f"note: the work folder {work.root} is inside the repository: keep it gitignored")
