@@ -30,7 +30,7 @@ from conformance.judging.record import RunRecord, ScenarioRun, SkipCause
 from conformance.judging.verdict import applicability, deciding_levels
 from conformance.latency import stream_latency
 from conformance.requirements import REGISTRY, Requirement, load_checks
-from conformance.results import OBSERVED, Finding, Results, evaluate, tokens_used
+from conformance.results import OBSERVED, SENT_ALONE, Finding, Results, evaluate, tokens_used
 from conformance.schedule import Slots
 from conformance.spec import Spec
 
@@ -200,7 +200,9 @@ class Run:
         self._shared_lock = threading.Lock()
         # Whether the target still serves (conformance/health.py): probed after answers a
         # dead target gives; once down, nothing more is sent or judged.
-        self.health = Health(client.send, self._health_probe)
+        self.health = Health(
+            client.send, self._health_probe, client.throttle.in_flight_after_last_ok
+        )
 
     def _health_probe(self) -> Case | None:
         from conformance.preflight import PreflightFailed, probe_case
@@ -276,7 +278,7 @@ class Run:
     def _send(self, case: Case, via: Sender | None) -> Exchange:
         client = self.client
         # Another sender (the SDK) is paced and retried like the client's own sends.
-        return client.send(case) if via is None else client.paced(lambda: via(client, case))
+        return client.send(case) if via is None else client.paced(lambda: via(client, case), case)
 
     def _alone(self, case: Case, via: Sender | None, limited: Exchange) -> Exchange:
         """Send a rate-limited case once more with nothing else in flight.
@@ -463,6 +465,12 @@ class ItemRun:
     def judge(self, exchange: Exchange, related: tuple[Exchange, ...] = ()) -> list[Finding]:
         findings = evaluate(self.run.requirements, self.spec, exchange, related)
         self.results.record(exchange, findings)
+        if exchange.sent_alone is not None:
+            # A time-out met beside other requests, answered alone: not a finding, and the
+            # request that held the target is named for the run's report.
+            self.results.meta.setdefault(SENT_ALONE, []).append(
+                f"{exchange.case.label or exchange.case.mode}: {exchange.sent_alone}"
+            )
         failed = tuple(f.requirement for f in findings if f.outcome == "failed")
         label = exchange.case.label or exchange.case.mode
         self.run.emit(ExchangeJudged(label, exchange.status, failed))
