@@ -14,6 +14,7 @@ Nothing here imports pytest.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -363,6 +364,8 @@ class Run:
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=kind == "sends")
         self._chains.clear()
+        if "conformance.sdk" in sys.modules:
+            sys.modules["conformance.sdk"].join_preload()
 
 
 @dataclass(frozen=True, slots=True)
