@@ -472,7 +472,11 @@ class ItemRun:
             # A time-out met beside other requests, answered alone: not a finding, and the
             # request that held the target is named for the run's report.
             self.results.meta.setdefault(SENT_ALONE, []).append(
-                f"{exchange.case.label or exchange.case.mode}: {exchange.sent_alone}"
+                {
+                    "case": exchange.case.label or exchange.case.mode,
+                    "note": exchange.sent_alone,
+                    "held_by": exchange.held_by,
+                }
             )
         failed = tuple(f.requirement for f in findings if f.outcome == "failed")
         label = exchange.case.label or exchange.case.mode

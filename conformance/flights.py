@@ -122,7 +122,6 @@ class Flights:
             self.history.remove(flight)
 
 
-
 def holder(flight: Flight, now: float) -> Flight | None:
     """The request that held the target while ``flight`` waited: of those in flight through
     its whole wait (started before the wait began, still in flight when it gave up), the

@@ -41,6 +41,9 @@ RETRYABLE = (429, 503)
 LOAD_BOUNDS = ("ttfb", "gap", "total", "max-bytes-held")
 #: A connection cut (a reset, an end of stream, a refused connection), as a kind of bound.
 CUT = "cut"
+#: The back-off's jitter has a generator of its own: drawing from the global one while
+#: Hypothesis generates cases on another thread would change its state under it.
+_JITTER = random.Random()
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +58,7 @@ class RetryPolicy:
     max_backoff: float = 8.0
 
 
-def backoff(policy: RetryPolicy, retries: int, rand: Callable[[], float] = random.random) -> float:
+def backoff(policy: RetryPolicy, retries: int, rand: Callable[[], float] = _JITTER.random) -> float:
     """Seconds to wait before retry ``retries + 1`` when the target did not say: the openai
     SDK's exponential back-off, reduced by a random 0-25 % (its jitter)."""
     seconds = min(policy.initial_backoff * 2.0 ** min(retries, 1000), policy.max_backoff)
@@ -197,8 +200,9 @@ def _judged_alone(
     account = f"{first}; sent again alone, answered in {exchange.elapsed:.1f} s: not a finding"
     held = holder(flight, time.monotonic())
     if held is not None:
+        exchange.held_by = held.describe()
         account += (
-            f"; the target was held by {held.describe()}, in flight "
+            f"; the target was held by {exchange.held_by}, in flight "
             f"{held.duration(time.monotonic()):.1f} s through the whole wait"
         )
     exchange.notes.append(account)

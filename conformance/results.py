@@ -25,8 +25,8 @@ RESULTS_SCHEMA_VERSION = 2
 #: Results.meta key: how often each status code was answered (status as a string).
 OBSERVED = "observed_statuses"
 #: Results.meta key: the requests that met a time-out or a cut beside other requests and
-#: were answered when sent again alone (not findings), one line each, naming the request
-#: that held the target when one did (conformance/resend.py).
+#: were answered when sent again alone (not findings): {"case", "note", "held_by"} each,
+#: ``held_by`` naming the request that held the target when one did (conformance/resend.py).
 SENT_ALONE = "sent_alone"
 MAX_EXAMPLES = 3
 #: Distinct failing fingerprints kept per requirement; the rest are only counted.

@@ -64,10 +64,11 @@ def test_the_request_that_held_the_target_is_judged_and_named(serve: Servers) ->
     tallies = item.results.tallies
     assert (tallies["INVALID-REJECTED"].checked, tallies["INVALID-REJECTED"].failed) == (1, 1)
     assert (tallies["HTTP-COMPLETE"].checked, tallies["HTTP-COMPLETE"].failed) == (4, 0)
-    lines = item.results.meta[SENT_ALONE]
-    assert len(lines) == 3
-    assert all("the target was held by 'n:maximum: n=129'" in line for line in lines)
-    assert all('"n": 129' in line for line in lines)
+    entries = item.results.meta[SENT_ALONE]
+    assert len(entries) == 3
+    assert all("the target was held by 'n:maximum: n=129'" in e["note"] for e in entries)
+    assert all(e["held_by"].startswith("'n:maximum: n=129'") for e in entries)
+    assert all('"n": 129' in e["held_by"] for e in entries)
 
 
 class HoldsTheKillersAnswer:
@@ -147,3 +148,24 @@ def test_the_request_in_flight_when_the_target_died_is_named() -> None:
     assert in_flight_part.index("'one-item list'") < in_flight_part.index("'sent after'")
     assert "answered normally" not in message and "'valid test case'" not in message
     assert HEALTH_TAG in alive[0][1].case.tags  # the finding is on the failed probe
+
+
+def test_the_requests_answered_alone_reach_the_run_and_its_closing_lines() -> None:
+    """Items' entries are concatenated when the run merges them; the closing lines count
+    them and name each holder once."""
+    from conformance.results import Results
+    from conformance.terminal import sent_alone_lines
+
+    held = "'n:maximum: n=129' {\"n\": 129}"
+    run, first, second = Results(), Results(), Results()
+    first.meta[SENT_ALONE] = [{"case": "a", "note": "...", "held_by": held}]
+    second.meta[SENT_ALONE] = [
+        {"case": "b", "note": "...", "held_by": held},
+        {"case": "c", "note": "...", "held_by": None},
+    ]
+    run.merge(first)
+    run.merge(second)
+    assert [e["case"] for e in run.meta[SENT_ALONE]] == ["a", "b", "c"]
+    lines = sent_alone_lines(run)
+    assert lines[0].startswith("sent again alone: 3 request(s)")
+    assert lines[1:] == [f"the target was held by: {held}"]
