@@ -304,17 +304,24 @@ class Run:
     def plan(self, items: Iterable[tuple[Scenario, Any]]) -> None:
         """Start what ``items`` will send, before the first of them plays (concurrency > 1).
 
-        The critical path first: every dependent chain starts now, in a thread of its own,
-        its requests urgent; then every independent case is queued, in item order. Each
-        item collects its own exchanges when it plays, and judges them in case order.
+        The slots fill first: the independent cases that are cheap to build are queued at
+        once (a few ms for a hundred), then every dependent chain starts, in a thread of
+        its own, its requests urgent (they take the next free slot ahead of the queue), and
+        last the costly cases (drawn by Hypothesis) are built and queued while the first
+        requests are on the wire. Each item collects its own exchanges when it plays, and
+        judges them in case order.
         """
         if self.concurrency == 1:
             return
         items = list(items)
         for scenario, param in items:
+            if not scenario.costly:
+                self.prefetch(scenario, param)
+        for scenario, param in items:
             self.start_chain(scenario, param)
         for scenario, param in items:
-            self.prefetch(scenario, param)
+            if scenario.costly:
+                self.prefetch(scenario, param)
 
     def start_chain(self, scenario: Scenario, param: Any) -> None:
         """Play a dependent scenario now, in its own thread; its item adopts the result."""

@@ -12,7 +12,10 @@ across threads:
   size), is halved on a rate-limit answer (once per back-off window: answers to sends
   that started before the last cut do not cut again) and grows by one after ``limit``
   successes in a row: AIMD, as TCP does, so a target that rate-limits by concurrency
-  settles near what it accepts. When the gate reopens, only ``limit`` waiters go.
+  settles near what it accepts. After a drop to 1 (a time-out in a crowd, below) it
+  grows by one per success up to half the limit it dropped from, TCP's slow start: one
+  request that held the target for a while must not keep the rest of the run at a
+  fraction of its capacity. When the gate reopens, only ``limit`` waiters go.
 * **alone**: a send that met a bound load can cause (a time-out, a cut stream) while
   other sends were in flight may have spent its time in the target's queue (llama-cpp-
   python serves one request at a time; FastChat spent 28 s on one request while streams
@@ -100,6 +103,9 @@ class Throttle:
         self._cond = threading.Condition()
         self._limit = self.ceiling
         self._min_limit = self.ceiling
+        # Where growth slows down: half the limit a queue time-out dropped it from (the
+        # limit that overloaded the target); a 429's cut sets it to the halved limit.
+        self._threshold = self.ceiling
         self._in_flight = 0
         self._peak = 0
         self._alone_waiting = 0  # sends waiting to go alone: nothing else is admitted
@@ -184,6 +190,8 @@ class Throttle:
                 self._alone = None
             if again_alone:
                 self.queue_retries += 1
+                if flight.started >= self._last_cut:  # once per window, as for a 429
+                    self._threshold = max(1, self._limit // 2)
                 self._limit = self._min_limit = 1
                 self._successes = 0
                 self._last_cut = time.monotonic()
@@ -195,12 +203,15 @@ class Throttle:
                 # One cut per window: sends already in flight when we cut answer from
                 # the old load, and cutting again for each would collapse the limit.
                 if flight.started >= self._last_cut:
-                    self._limit = max(1, self._limit // 2)
+                    self._limit = self._threshold = max(1, self._limit // 2)
                     self._min_limit = min(self._min_limit, self._limit)
                     self._last_cut = time.monotonic()
             else:
                 self._successes += 1
-                if self._successes >= self._limit and self._limit < self.ceiling:
+                # Below the threshold, one more per success (the limit doubles per round:
+                # TCP's slow start); above it, one more per round (``limit`` successes).
+                step = 1 if self._limit < self._threshold else self._limit
+                if self._successes >= step and self._limit < self.ceiling:
                     self._limit += 1
                     self._successes = 0
             self._cond.notify_all()

@@ -363,3 +363,18 @@ def test_a_send_alone_waits_for_the_others_and_goes_with_none_beside_it() -> Non
         throttle.release(ticket, rate_limited=False)
         throttle.release(other.result(timeout=5), rate_limited=False)
     assert not ticket.crowded
+
+
+def test_after_a_drop_to_one_the_limit_grows_back_fast_to_half_of_what_it_was() -> None:
+    """A time-out in a crowd drops the limit from 8 to 1; it then grows by one per success
+    up to 4 (slow start: 3 successes, where one per round took 1 + 2 + 3), and by one per
+    round (``limit`` successes) above it."""
+    throttle = Throttle(8, Pacer(None))
+    crowded = [throttle.acquire() for _ in range(8)]
+    throttle.release(crowded[0], rate_limited=False, again_alone=True)
+    limits = []
+    for flight in crowded[1:]:  # the others answer, one success each
+        throttle.release(flight, rate_limited=False)
+        limits.append(throttle.stats().concurrency_limit)
+    assert throttle.stats().min_concurrency_limit == 1
+    assert limits == [2, 3, 4, 4, 4, 4, 5]
