@@ -27,7 +27,8 @@ from conformance.judging.record import SkipCause
 from conformance.spec import Spec
 
 if TYPE_CHECKING:
-    from conformance.engine import ItemRun, Run, Sender, Sent, Settings
+    from conformance.engine import Run, Sender, Sent, Settings
+    from conformance.item import ItemRun
 
 # Generated scenarios are split into this many items (the same cases in all), so that
 # pytest-xdist and --shard can balance a run.
