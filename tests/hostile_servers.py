@@ -267,11 +267,16 @@ class HeldBySlowRequest:
     is set once it holds it), then answers a completion. A stream answers its head and
     first event at once, then waits for the slot to send the rest, writing an SSE comment
     every ``keepalive`` seconds meanwhile if set; one whose client went away is dropped.
+    With ``cut_after``, a stream that waited that long is cut (a reset), as a proxy that
+    gives up on a busy upstream does.
     """
 
-    def __init__(self, hold: float, *, keepalive: float | None = None) -> None:
+    def __init__(
+        self, hold: float, *, keepalive: float | None = None, cut_after: float | None = None
+    ) -> None:
         self.hold = hold
         self.keepalive = keepalive
+        self.cut_after = cut_after
         self.slot = threading.Lock()
         self.arrived = threading.Event()
 
@@ -284,7 +289,10 @@ class HeldBySlowRequest:
             return
         conn.sendall(head(content_type="text/event-stream", Transfer_Encoding="chunked"))
         conn.sendall(chunked(HELD_CHUNK))
-        while not self.slot.acquire(timeout=self.keepalive or -1):
+        if self.cut_after is not None and not self.slot.acquire(timeout=self.cut_after):
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            return
+        while self.cut_after is None and not self.slot.acquire(timeout=self.keepalive or -1):
             if gone(conn) or server.stopping.is_set():
                 return
             conn.sendall(chunked(b": waiting for the slot\n\n"))

@@ -306,19 +306,20 @@ HOLDS = Case({"model": MODEL, "prompt": "hold", "max_tokens": 4}, label="the slo
 
 
 @pytest.mark.parametrize(
-    ("limits", "keepalive"),
+    ("limits", "keepalive", "cut_after"),
     [
-        (Limits(ttfb=5.0, gap=0.3, total=5.0), None),  # the streams stall past the gap bound
-        (Limits(ttfb=5.0, gap=5.0, total=0.6), 0.1),  # they trickle comments past the total
+        (Limits(ttfb=5.0, gap=0.3, total=5.0), None, None),  # they stall past the gap bound
+        (Limits(ttfb=5.0, gap=5.0, total=0.6), 0.1, None),  # they trickle past the total
+        (Limits(ttfb=5.0, gap=5.0, total=5.0), None, 0.3),  # they are cut (a reset)
     ],
-    ids=["gap", "total"],
+    ids=["gap", "total", "cut"],
 )
 def test_streams_held_up_by_another_request_are_sent_again_alone_and_name_it(
-    serve: Servers, limits: Limits, keepalive: float | None
+    serve: Servers, limits: Limits, keepalive: float | None, cut_after: float | None
 ) -> None:
     """FastChat: healthy streams queued behind a request that held the one slot 28 s. Each
     is sent again alone, answered, and names the request that held the target."""
-    behaviour = HeldBySlowRequest(hold=1.5, keepalive=keepalive)
+    behaviour = HeldBySlowRequest(hold=1.5, keepalive=keepalive, cut_after=cut_after)
     server = serve.start(behaviour)
     client = Client(server.url, api_key=API_KEY, limits=limits, concurrency=4)
     with ThreadPoolExecutor(4) as pool:
