@@ -12,8 +12,7 @@ hold for all, and every retry is counted. Two kinds of answer are sent again:
   gateway that refuses every third request without saying for how long (LiteLLM's
   router) thus still gets its answers.
 * **a bound that load can cause**, met while other requests were in flight: a time-out
-  (first byte, gap between reads, total time), the shared memory bound, or a connection
-  cut. The time may have gone to the target's queue, not to this request (FastChat spent
+  (first byte, gap between reads, total time) or a connection cut. The time may have gone to the target's queue, not to this request (FastChat spent
   28 s on an ``n: 129`` it accepted while seven healthy streams waited behind it). It is
   sent once more alone; it is a finding only if it meets a bound alone too. Answered
   alone, the note names the request that held the target (conformance/flights.py), and
@@ -36,9 +35,11 @@ from conformance.throttle import REPEATS_TO_STAND, Throttle
 
 # Statuses a careful client waits out when the target says how long to wait.
 RETRYABLE = (429, 503)
-#: The bounds a crowd can make a request meet: the time bounds, and the memory shared by
-#: the answers read at once. Met alone, they are the answer's.
-LOAD_BOUNDS = ("ttfb", "gap", "total", "max-bytes-held")
+#: The bounds a crowd can make a request meet: the time bounds. Not the byte and event
+#: bounds (the answer's own size, the same alone), nor the memory shared by the answers
+#: held (it counts answers the engine still holds, so sent alone it would be held as
+#: much; only answers of hostile size meet it).
+LOAD_BOUNDS = ("ttfb", "gap", "total")
 #: A connection cut (a reset, an end of stream, a refused connection), as a kind of bound.
 CUT = "cut"
 #: The back-off's jitter has a generator of its own: drawing from the global one while
@@ -190,11 +191,12 @@ def _judged_alone(
     the bound met again (the finding stands)."""
     others = len(flight.overlapped)
     first = f"{_what(crowded)} while {others} other request(s) were in flight"
-    again = load_cut(exchange)
+    # Alone, any bound (its own size too) or cut: the crowd was not the cause.
+    again = load_cut(exchange) or exchange.bound
     throttle.judged_alone(kind, answered=again is None)
     if again is not None:
         exchange.notes.append(
-            f"{first}; sent again alone, it met such a bound again ({again}): the finding stands"
+            f"{first}; sent again alone, it met a bound again ({again}): the finding stands"
         )
         return
     account = f"{first}; sent again alone, answered in {exchange.elapsed:.1f} s: not a finding"
