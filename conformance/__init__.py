@@ -32,13 +32,13 @@ if TYPE_CHECKING:
     from conformance.assembly import Setup as Setup
     from conformance.case import Case as Case
     from conformance.client import Client as Client
-    from conformance.engine import ItemRun as ItemRun
     from conformance.engine import Run as Run
     from conformance.engine import Settings as Settings
     from conformance.engine import execute as execute
     from conformance.exceptions import ConformanceError as ConformanceError
     from conformance.exchange import Exchange as Exchange
     from conformance.exchange import Headers as Headers
+    from conformance.item import ItemRun as ItemRun
     from conformance.judging import RunRecord as RunRecord
     from conformance.judging import ScenarioRun as ScenarioRun
     from conformance.judging import SkipCause as SkipCause
@@ -83,7 +83,7 @@ _EXPORTS = {
     "requirement": "conformance.requirements",
     "Settings": "conformance.engine",
     "Run": "conformance.engine",
-    "ItemRun": "conformance.engine",
+    "ItemRun": "conformance.item",
     "execute": "conformance.engine",
     "Setup": "conformance.assembly",
     "BadInput": "conformance.assembly",

@@ -20,8 +20,9 @@ from conformance import __version__
 from conformance.attribution import attribute
 from conformance.client import Client, Limits, Pacer, RetryPolicy
 from conformance.contract import DEFAULT_CONTRACT, Contract
-from conformance.engine import Run, Settings, no_verdict_reason, record_of
+from conformance.engine import Run, Settings, record_of
 from conformance.exceptions import ConformanceError
+from conformance.item import no_verdict_reason
 from conformance.policies import registry
 from conformance.preflight import PreflightFailed, base_url, preflight
 from conformance.results import OBSERVED, Results

@@ -4,7 +4,9 @@ Everything the target sends is read incrementally under bounds (time to first by
 between reads, total time, bytes, events), so a hostile target yields an Exchange naming
 the bound it hit, never a hang. Redirects are not followed, so credentials only ever go
 to the target's origin. 429 and 503 answers with ``Retry-After`` are retried within a
-bound, and the retries are recorded on the Exchange.
+bound (without it, backed off as the openai SDK does), and the retries are recorded on
+the Exchange; a time-out or a cut met while other sends were in flight is sent again
+alone before it is a finding (conformance/resend.py).
 
 ``Client.send`` is thread-safe: the engine may run it from a pool of threads. Pacing,
 the shared back-off after a rate limit and the adaptive concurrency limit live in
@@ -22,13 +24,13 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
 
 from conformance.case import CASE_HEADER, Case
 from conformance.exchange import Exchange, Headers
+from conformance.resend import RetryPolicy, paced, retry_after
 from conformance.sse import SSEParser
 from conformance.throttle import ClientStats, Pacer, Throttle
 
@@ -43,8 +45,6 @@ __all__ = [
 ]
 
 REDACTED = "[REDACTED]"
-# Statuses a careful client waits out when the target says how long to wait.
-RETRYABLE = (429, 503)
 #: The content codings we accept, and can decode under the byte bound (zlib, stdlib).
 ACCEPT_ENCODING = "gzip, deflate"
 #: The most bytes one decoding step may produce: what a gzip bomb can cost at once.
@@ -73,14 +73,6 @@ class Limits:
     max_bytes_held: int = 64 * 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """How long a rate-limited target is waited for before the run gives up."""
-
-    max_retries: int = 3
-    max_wait: float = 30.0
-
-
 @dataclass
 class Client:
     """Sends Cases to ``base_url`` + ``path`` and records what comes back."""
@@ -101,7 +93,10 @@ class Client:
         self.url = self.base_url.rstrip("/") + self.path
         self._http = self._new_http()
         self.throttle = Throttle(
-            self.concurrency, self.pacer, memory_budget=self.limits.max_bytes_held
+            self.concurrency,
+            self.pacer,
+            memory_budget=self.limits.max_bytes_held,
+            gap=self.limits.gap,
         )
         # Values too short to be secrets would blank out ordinary text if scrubbed.
         values = [self.api_key or "", *self.extra_headers.values()]
@@ -181,75 +176,30 @@ class Client:
         """
         body = self.encode(case)
         headers = self.headers_for(case)
-        return self.paced(lambda: self._send_fresh_if_stale(case, headers, body))
+        return self.paced(lambda: self._send_fresh_if_stale(case, headers, body), case)
 
     def get(self, path: str, case: Case) -> Exchange:
         """GET ``path`` of the target (``/v1/models``), paced, bounded and retried like a
         send; ``case`` names the request (its body is not sent)."""
         headers = {k: v for k, v in self.headers_for(case).items() if k != "Content-Type"}
         url = self.base_url.rstrip("/") + path
-        return self.paced(lambda: self._send_fresh_if_stale(case, headers, b"", url, "GET"))
+        return self.paced(lambda: self._send_fresh_if_stale(case, headers, b"", url, "GET"), case)
 
-    def paced(self, attempt: Callable[[], Exchange]) -> Exchange:
-        """Make ``attempt`` under the throttle, waiting out 429/503 + Retry-After as allowed.
+    def paced(self, attempt: Callable[[], Exchange], case: Case | None = None) -> Exchange:
+        """Make ``attempt`` (which sends ``case``) under the throttle: rate limits waited
+        out or backed off, a bound met beside other sends sent again alone (resend.py).
 
         Every way the suite sends (this client, the openai SDK in sdk.py) goes through
         here, so --rps, the back-off gate, the concurrency limit and the retry policy
         hold for all, and every retry is counted.
         """
-        waited = 0.0
-        retries = 0
-        queued: Exchange | None = None  # the answer that timed out in a crowd, if any
-        throttled: list[Exchange] = []  # the 429 answers waited out
-        while True:
-            started = self.throttle.acquire()
-            if queued is not None and self.throttle.queue_disproved:
-                # Another request already timed out alone: the target is silent, not
-                # busy. This one's time-out stands, without another wait.
-                self.throttle.release(started, rate_limited=False)
-                queued.notes.append(
-                    f"{queued.transport_error} while other requests were in flight; not sent "
-                    "again alone: another request got no first byte alone either"
-                )
-                return queued
-            limited = queued_out = False
-            try:
-                exchange = attempt()
-                self._scrub(exchange)
-                exchange.retries = retries
-                delay = retry_after(exchange)
-                limited = exchange.status == 429 or delay is not None
-                # No first byte while other sends were in flight: the time may have gone
-                # to the target's queue, not to this request. Once per send, it goes
-                # again alone; alone and still silent, the time-out is a finding.
-                timed_out = exchange.bound == "ttfb"
-                queued_out = queued is None and timed_out and self.throttle.crowded()
-                if queued is not None and timed_out:
-                    self.throttle.queue_disproved = True
-            finally:
-                self.throttle.release(started, rate_limited=limited, queued_out=queued_out)
-            if queued_out:
-                queued = exchange
-                retries += 1  # on the wire twice: the budget counts both
-                continue
-            if queued is not None:
-                exchange.notes.append(
-                    f"{queued.transport_error} while other requests were in flight; "
-                    "sent again alone (the concurrency limit dropped to 1)"
-                )
-            if (
-                delay is None
-                or retries >= self.retry.max_retries
-                or waited + delay > self.retry.max_wait
-            ):
-                exchange.throttled = throttled
-                return exchange
-            if exchange.status == 429:
-                throttled.append(exchange)  # waited out, and still judged (checks.ratelimit)
-            retries += 1
-            waited += delay
-            # Closes the gate for every sender; the next acquire() waits it out.
-            self.throttle.back_off(delay)
+
+        def scrubbed() -> Exchange:
+            exchange = attempt()
+            self._scrub(exchange)
+            return exchange
+
+        return paced(self.throttle, self.retry, scrubbed, case)
 
     def _send_fresh_if_stale(
         self,
@@ -521,29 +471,6 @@ def _dead_on_arrival(exc: httpx.HTTPError) -> bool:
     if isinstance(exc, httpx.RemoteProtocolError):
         return "without sending a response" in str(exc)
     return isinstance(exc, httpx.ReadError | httpx.WriteError)
-
-
-def retry_after(exchange: Exchange) -> float | None:
-    """Seconds to wait before retrying, when the target asked for a retry; else None.
-
-    ``Retry-After`` is delay-seconds or an HTTP-date (RFC 9110 section 10.2.3).
-    """
-    if exchange.status not in RETRYABLE:
-        return None
-    value = exchange.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def scrub(exchange: Exchange, secrets: Iterable[bytes]) -> None:

@@ -110,6 +110,11 @@ class Exchange:
     # The 429 answers waited out (Retry-After) before this one, oldest first: each is
     # judged as the rate-limit answer it is (checks.ratelimit), not as the case's answer.
     throttled: list[Exchange] = field(default_factory=list)
+    # It met a time-out or a cut while other requests were in flight and was answered when
+    # sent again alone (conformance/resend.py): that account for the run's reports, and the
+    # request that held the target meanwhile (its label and body), if one did.
+    sent_alone: str | None = None
+    held_by: str | None = None
     # The answer claimed a Content-Encoding its body does not have (gzip that is not
     # gzip): the body is recorded as sent, and this says so (HTTP-CONTENT-ENCODING).
     false_encoding: str | None = None

@@ -11,22 +11,31 @@ what the preflight asked: a 200 that is a completion (or a 429: it answers).
 
 If the probe fails, the target is down from then on: the run sends nothing more, the
 answers that come back later are not judged, and one finding (TARGET-ALIVE) names the
-last request answered normally before the first failure and that failure. Probes are
-few: one at a time (a failure that waited for one takes its verdict), and after
-``MAX_HEALTHY`` healthy probes the target has shown that its failures are not deaths.
+first failure seen and the requests **in flight when it died**: those on the wire after
+the last normal answer and before the probe that did not end normally, the first started
+first (conformance/flights.py). Not the last request answered normally: with requests in
+flight at once, the culprit is often still in flight when another request's failure
+comes back (mlx-lm died of a one-item prompt list while a token prompt's 404 came back).
+Probes are few: one at a time (a failure that waited for one takes its verdict), and
+after ``MAX_HEALTHY`` healthy probes the target has shown that its failures are not
+deaths.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from conformance.case import Case
 from conformance.exchange import Exchange
+from conformance.flights import Flight
 
 HEALTH_TAG = "probe:health"
 MAX_HEALTHY = 3
+#: The requests in flight when the target died named in its finding (the others counted).
+SUSPECTS_SHOWN = 3
 DOWN_NOTE = "the target stopped serving (TARGET-ALIVE): not sent"
 
 
@@ -53,33 +62,51 @@ def suspicious(case: Case, exchange: Exchange) -> bool:
     return status == 404 or status >= 500
 
 
-def _normal(exchange: Exchange) -> bool:
-    return exchange.status is not None and 200 <= exchange.status < 300
-
-
 @dataclass(frozen=True, slots=True)
 class Down:
-    """The target stopped serving: the failed probe, the first failure, the last good answer."""
+    """The target stopped serving: the failed probe, the first failure seen, and the
+    requests that were in flight when it died (Flights, still updated as they end)."""
 
     probe: Exchange
     first_failed: Exchange
-    last_ok: Exchange | None
+    in_flight: tuple[Flight, ...] = ()
+
+    @property
+    def suspects(self) -> list[Flight]:
+        """The requests in flight when it died that did not end normally (by now), the
+        first started first, health probes left out."""
+        return [
+            f
+            for f in self.in_flight
+            if not f.normal and f.case is not None and HEALTH_TAG not in f.case.tags
+        ]
 
     @property
     def related(self) -> tuple[Exchange, ...]:
-        return (self.first_failed,) if self.last_ok is None else (self.first_failed, self.last_ok)
+        """The first failure, then what the client saw of each suspect (TARGET-ALIVE)."""
+        return (self.first_failed, *(f.summary() for f in self.suspects))
+
+
+#: What the run's throttle knows of the flights: those in flight between two moments that
+#: did not end normally, after the last normal answer (Throttle.in_flight_after_last_ok).
+InFlight = Callable[[float], list[Flight]]
 
 
 class Health:
     """The run's view of whether the target still serves (thread-safe)."""
 
-    def __init__(self, send: Callable[[Case], Exchange], probe: Callable[[], Case | None]) -> None:
+    def __init__(
+        self,
+        send: Callable[[Case], Exchange],
+        probe: Callable[[], Case | None],
+        in_flight: InFlight | None = None,
+    ) -> None:
         self._send = send
         self._probe = probe
+        self._in_flight = in_flight
         self._lock = threading.Lock()
         self.down: Down | None = None
         self._reported = False
-        self._last_ok: Exchange | None = None
         self._healthy = 0
 
     def unjudged(self, case: Case, exchange: Exchange, take: Callable[[], bool]) -> bool:
@@ -89,8 +116,6 @@ class Health:
         if self.down is not None:
             return True
         if not suspicious(case, exchange):
-            if _normal(exchange):
-                self._last_ok = exchange
             return False
         with self._lock:
             if self.down is not None:
@@ -100,11 +125,13 @@ class Health:
             probe = self._probe()
             if probe is None or not take():
                 return False
+            probed_at = time.monotonic()
             answer = self._send(replace(probe, label="health probe", tags=frozenset({HEALTH_TAG})))
             if alive(answer):
                 self._healthy += 1
                 return False
-            self.down = Down(answer, exchange, self._last_ok)
+            flights = self._in_flight(probed_at) if self._in_flight is not None else []
+            self.down = Down(answer, exchange, tuple(flights))
             return True
 
     def claim(self) -> Down | None:

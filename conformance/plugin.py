@@ -24,7 +24,7 @@ from conformance.options import SUITE_DIR, add_options, parse_shard, setup_from,
 
 if TYPE_CHECKING:
     from conformance.assembly import Assembled
-    from conformance.engine import ItemOutcome, ItemRun
+    from conformance.item import ItemOutcome, ItemRun
     from conformance.scenarios import Scenario
 
 __all__ = ["SUITE_DIR", "Suite", "raise_outcome", "rewrite_no_library", "suite_test"]

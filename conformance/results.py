@@ -26,6 +26,10 @@ RESULTS_SCHEMA_VERSION = 2
 OBSERVED = "observed_statuses"
 #: Results.meta key: the findings conformance.attribution withheld (kept whole by merge).
 WITHHELD = "attribution"
+#: Results.meta key: the requests that met a time-out or a cut beside other requests and
+#: were answered when sent again alone (not findings): {"case", "note", "held_by"} each,
+#: ``held_by`` naming the request that held the target when one did (conformance/resend.py).
+SENT_ALONE = "sent_alone"
 MAX_EXAMPLES = 3
 #: Distinct failing fingerprints kept per requirement; the rest are only counted.
 MAX_FINGERPRINTS = 200
@@ -183,6 +187,8 @@ def evidence(exchange: Exchange) -> dict[str, Any]:
         "elapsed": round(exchange.elapsed, 4),
         "curl": curl_command(exchange),
     }
+    if exchange.notes:  # what the client did about it (sent again alone, reconnected...)
+        out["notes"] = list(exchange.notes)
     if exchange.events is not None:
         out["transcript"] = [
             {"at": round(ev.at, 4), "data": ev.data[:500]}
@@ -383,12 +389,16 @@ class Results:
         observed: dict[str, int] = dict(self.meta.get(OBSERVED, {}))
         for status, n in other.meta.get(OBSERVED, {}).items():
             observed[status] = observed.get(status, 0) + int(n)
-        # What attribution withheld in each part (a shard) stays evidence for the whole.
+        # What attribution withheld in each part (a shard) stays evidence for the whole, and
+        # so do the requests answered when sent again alone.
         withheld = [*self.meta.get(WITHHELD, []), *other.meta.get(WITHHELD, [])]
+        alone = [*self.meta.get(SENT_ALONE, []), *other.meta.get(SENT_ALONE, [])]
         for key, value in other.meta.items():
             self.meta.setdefault(key, value)
         if withheld:
             self.meta[WITHHELD] = withheld
+        if alone:
+            self.meta[SENT_ALONE] = alone
         if observed:
             self.meta[OBSERVED] = dict(sorted(observed.items()))
 

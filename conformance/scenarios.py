@@ -28,7 +28,8 @@ from conformance.judging.record import SkipCause
 from conformance.spec import Spec
 
 if TYPE_CHECKING:
-    from conformance.engine import ItemRun, Run, Sender, Sent, Settings
+    from conformance.engine import Run, Sender, Sent, Settings
+    from conformance.item import ItemRun
 
 # Generated scenarios are split into this many items (the same cases in all), so that
 # pytest-xdist and --shard can balance a run.
@@ -47,6 +48,10 @@ class Scenario:
     params: tuple[Any, ...] = (None,)
     ids: tuple[str, ...] = ()
     via: Sender | None = None
+    #: Its cases cost CPU to build (drawn by Hypothesis or schemathesis, or the openai
+    #: import they start): planned after the others, so that the first requests go out
+    #: while these are built (Run.plan).
+    costly: bool = False
 
     def item_id(self, param: Any) -> str:
         if self.ids:
@@ -447,11 +452,13 @@ def _declared_defaults(run: Run, _: Any) -> list[Case]:
     return [case(run.spec, body, label="max_tokens left out (the declared default)", tags=tags)]
 
 
-def _batched(name: str, cases: Callable[[Run, Any], list[Case]]) -> Scenario:
-    return Scenario(name, cases=cases, params=BATCH_PARAMS, ids=BATCH_IDS)
+def _batched(
+    name: str, cases: Callable[[Run, Any], list[Case]], *, costly: bool = False
+) -> Scenario:
+    return Scenario(name, cases=cases, params=BATCH_PARAMS, ids=BATCH_IDS, costly=costly)
 
 
-VALID_REQUESTS = _batched("valid_requests", _valid)
+VALID_REQUESTS = _batched("valid_requests", _valid, costly=True)
 EDGE_REQUESTS = _batched("edge_requests", _edges)
 INVALID_REQUESTS = _batched("invalid_requests", _invalid)
 STOP_PROBE = Scenario("stop_probe", body=_stop_probe)
@@ -459,8 +466,8 @@ CONTEXT_WINDOW = Scenario("context_window", body=_context_window)
 AUTH_PROBES = Scenario("auth_probes", cases=_auth)
 UNKNOWN_MODEL = Scenario("unknown_model", cases=_unknown_model)
 BAD_REQUESTS = Scenario("bad_requests", cases=_bad_requests)
-SDK = Scenario("openai_sdk_reads_the_answers", cases=_sdk_cases, via=_sdk_send)
-VALID_STREAMS = _batched("valid_streams", lambda run, b: _valid(run, b, stream=True))
+SDK = Scenario("openai_sdk_reads_the_answers", cases=_sdk_cases, via=_sdk_send, costly=True)
+VALID_STREAMS = _batched("valid_streams", lambda run, b: _valid(run, b, stream=True), costly=True)
 USAGE_CHUNK = Scenario(
     "usage_chunk", cases=_usage_chunk, params=(True, False), ids=("include-usage", "no-usage")
 )
@@ -537,7 +544,7 @@ def _fuzz(run: Run, _: Any) -> list[Case]:
 
 
 CAPABILITIES = Scenario("capabilities", body=_capabilities)
-DEEP_FUZZ = Scenario("deep_fuzz", cases=_fuzz)
+DEEP_FUZZ = Scenario("deep_fuzz", cases=_fuzz, costly=True)
 
 #: Every scenario, in the order the pytest suite collects them.
 SCENARIOS: tuple[Scenario, ...] = (

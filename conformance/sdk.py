@@ -64,6 +64,12 @@ def _imported() -> None:
         thread.join()
 
 
+def join_preload() -> None:
+    """Wait for a preload in progress: a run that ends before it used the package (rate
+    limited, the target down) must not leave an import running past its end."""
+    _imported()
+
+
 def _http_module() -> Any:
     """The HTTP library the installed openai package is built on (httpx or a fork)."""
     _imported()

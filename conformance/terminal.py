@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from conformance.engine import status_summary
-from conformance.results import Results
+from conformance.results import SENT_ALONE, Results
 from conformance.spec import Spec
 from conformance.verdict import Verdict
 
@@ -26,7 +26,7 @@ def closing_lines(
     *,
     tests_deselected: int = 0,
 ) -> list[str]:
-    lines = [*notes, status_summary(results, spec)]
+    lines = [*notes, status_summary(results, spec), *sent_alone_lines(results)]
     if "baseline" in results.meta:
         from reports.baseline import baseline_line
 
@@ -91,6 +91,21 @@ def closing_lines(
     lines.append("counts: " + (", ".join(shown) or "nothing failed, untested or left out"))
     lines.append(verdict_line(verdict, results))
     return lines
+
+
+def sent_alone_lines(results: Results) -> list[str]:
+    """The time-outs met beside other requests that were answered alone: not findings, and
+    the requests that held the target, each named once."""
+    entries = results.meta.get(SENT_ALONE) or []
+    if not entries:
+        return []
+    holders = sorted({str(e["held_by"]) for e in entries if e.get("held_by")})
+    out = [
+        f"sent again alone: {len(entries)} request(s) met a time-out or a cut while others "
+        "were in flight and were answered alone (not findings; results.json meta.sent_alone)"
+    ]
+    out += [f"the target was held by: {held}" for held in holders[:SHOWN_IDS]]
+    return out
 
 
 def _not_run(results: Results, tests_deselected: int) -> list[str]:

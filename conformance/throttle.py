@@ -1,7 +1,7 @@
 """When a send may start: pacing, a shared back-off gate, and an adaptive concurrency limit.
 
 The client's sends may come from a pool of threads (the engine's ``--concurrency``).
-Three rules decide when one of them may start, all under one lock so that they hold
+Four rules decide when one of them may start, all under one lock so that they hold
 across threads:
 
 * **pacing** (``--rps``): starts are spaced ``1/rps`` apart, run-wide;
@@ -12,10 +12,20 @@ across threads:
   size), is halved on a rate-limit answer (once per back-off window: answers to sends
   that started before the last cut do not cut again) and grows by one after ``limit``
   successes in a row: AIMD, as TCP does, so a target that rate-limits by concurrency
-  settles near what it accepts. When the gate reopens, only ``limit`` waiters go.
-* **queueing**: a send that got no first byte in time while other sends were in flight
-  may have spent its time in the target's queue (llama-cpp-python serves one request at
-  a time): the limit drops to 1, and the client sends it once more, alone.
+  settles near what it accepts. After a drop to 1 (a time-out in a crowd, below) it
+  grows by one per success up to half the limit it dropped from, TCP's slow start: one
+  request that held the target for a while must not keep the rest of the run at a
+  fraction of its capacity. When the gate reopens, only ``limit`` waiters go.
+* **alone**: a send that met a bound load can cause (a time-out, a cut stream) while
+  other sends were in flight may have spent its time in the target's queue (llama-cpp-
+  python serves one request at a time; FastChat spent 28 s on one request while streams
+  waited): the limit drops to 1, and the client sends it once more *alone*, admitted
+  only when nothing else is in flight and admitting nothing beside it. Once two requests
+  met their bound again alone and none was answered alone, that kind of bound is the
+  target's, not its queue's: later ones stand without a second wait (``resend_alone``).
+
+Each send is a ``Flight`` (conformance/flights.py): the flights in flight together know
+each other, which names the request that held the target, or was in flight when it died.
 
 It also keeps the memory budget shared by the answers being held: each exchange bounds
 its own size (``Limits.max_bytes``), but 32 hostile answers at once would hold 32 times
@@ -29,6 +39,10 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+
+from conformance.case import Case
+from conformance.exchange import Exchange
+from conformance.flights import Flight, Flights, in_flight_since
 
 
 class Pacer:
@@ -55,56 +69,80 @@ class ClientStats:
     """What the client saw of the target's capacity, for the reports."""
 
     requests_sent: int
-    retries: int  # 429/503 + Retry-After answers waited out and sent again
+    retries: int  # rate-limit answers waited out (Retry-After, or a back-off) and sent again
     reconnects: int  # sends repeated once on a fresh connection (stale keep-alive)
     peak_in_flight: int
     concurrency: int  # the ceiling: the most sends allowed in flight
     concurrency_limit: int  # the adaptive limit at the end
     min_concurrency_limit: int  # the lowest it went
     rate_limited: int  # answers that were rate-limit signals (429, or 503 + Retry-After)
-    queue_retries: int  # first-byte time-outs under load, sent again alone
+    queue_retries: int  # time-outs and cut streams met beside other sends, sent again alone
+    answered_alone: int  # of those, answered when sent alone (not findings)
 
     def to_dict(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in self.__slots__}
 
 
-class Throttle:
-    """Admits sends: pacing, the back-off gate and the AIMD concurrency limit."""
+#: A kind of bound that met its bound again alone this many times, with none answered
+#: alone, is the target's: later ones stand without being sent again.
+REPEATS_TO_STAND = 2
 
-    def __init__(self, ceiling: int, pacer: Pacer, *, memory_budget: int = 1 << 62) -> None:
+
+class Throttle:
+    """Admits sends: pacing, the back-off gate, the AIMD concurrency limit, sends alone."""
+
+    def __init__(
+        self, ceiling: int, pacer: Pacer, *, memory_budget: int = 1 << 62, gap: float = 0.0
+    ) -> None:
         self.ceiling = max(1, ceiling)
         self.pacer = pacer
         self.memory_budget = memory_budget
+        self.gap = gap  # the gap bound: when a gap time-out's wait began
         self._held = 0  # bytes reserved by the answers held, all threads
         self._mine = threading.local()  # what this thread's last exchange reserved
         self._cond = threading.Condition()
         self._limit = self.ceiling
         self._min_limit = self.ceiling
+        # Where growth slows down: half the limit a queue time-out dropped it from (the
+        # limit that overloaded the target); a 429's cut sets it to the halved limit.
+        self._threshold = self.ceiling
         self._in_flight = 0
         self._peak = 0
-        self._starts = 0  # sends started so far: one started during ours shared the target
+        self._alone_waiting = 0  # sends waiting to go alone: nothing else is admitted
+        self._alone: Flight | None = None  # the send in flight alone
         self._gate_until = 0.0  # monotonic time before which no send starts
         self._last_cut = 0.0  # monotonic time of the last halving
         self._successes = 0
+        self.flights = Flights()
+        #: Per kind of bound: [met again alone, answered alone].
+        self._alone_outcomes: dict[str, list[int]] = {}
         self.requests_sent = 0
         self.retries = 0
         self.reconnects = 0
         self.rate_limited = 0
         self.queue_retries = 0
-        #: A request sent again alone got no first byte either: time-outs are the
-        #: target's silence, not its queue, and are no longer sent again.
-        self.queue_disproved = False
+        self.answered_alone = 0
 
-    def acquire(self) -> float:
-        """Wait until a send may start; returns its start time (a ticket for ``release``)."""
+    def acquire(self, case: Case | None = None, *, alone: bool = False) -> Flight:
+        """Wait until a send may start; returns its Flight (the ticket for ``release``).
+
+        ``alone``: wait until nothing else is in flight, and admit nothing beside it.
+        """
         self._let_go()
         with self._cond:
-            self._admit()
+            if alone:
+                self._alone_waiting += 1
+                try:
+                    self._admit(alone=True)
+                finally:
+                    self._alone_waiting -= 1
+            else:
+                self._admit(alone=False)
             self._in_flight += 1
             self._peak = max(self._peak, self._in_flight)
-            self._starts += 1
-            self._mine.crowded = self._in_flight > 1
-            self._mine.starts_seen = self._starts
+            flight = self.flights.begin(case, time.monotonic())
+            if alone:
+                self._alone = flight
         # Pacing outside the lock; the pacer holds its own. A gate that closed while we
         # waited for our slot is waited out too, keeping the slot we have.
         self.pacer.wait()
@@ -112,37 +150,48 @@ class Throttle:
             while (wait := self._gate_until - time.monotonic()) > 0:
                 self._cond.wait(wait)
             self.requests_sent += 1
-        return time.monotonic()
+            flight.started = time.monotonic()
+        return flight
 
-    def _admit(self) -> None:
+    def _admit(self, *, alone: bool) -> None:
         while True:
             wait = self._gate_until - time.monotonic()
             if wait > 0:
                 self._cond.wait(wait)
-            elif self._in_flight >= self._limit:
+            elif self._blocked(alone=alone):
                 self._cond.wait()
             else:
                 return
 
-    def crowded(self) -> bool:
-        """Whether this thread's current send shared the target with others at any moment
-        (one in flight at its start, one started during it, or one still in flight at its
-        end): a time-out it met may be time spent queued behind them."""
-        with self._cond:
-            return (
-                bool(getattr(self._mine, "crowded", False))
-                or getattr(self._mine, "starts_seen", self._starts) != self._starts
-                or self._in_flight > 1
-            )
+    def _blocked(self, *, alone: bool) -> bool:
+        """A send that goes alone is in flight; or, alone: something else is in flight;
+        or not alone: one waits to go alone, or the limit is reached."""
+        if self._alone is not None:
+            return True
+        if alone:
+            return self._in_flight > 0
+        return bool(self._alone_waiting) or self._in_flight >= self._limit
 
-    def release(self, started: float, *, rate_limited: bool, queued_out: bool = False) -> None:
-        """A send that started at ``started`` ended; ``rate_limited``: it was told to slow
-        down; ``queued_out``: it timed out waiting for a first byte while crowded, and is
-        sent again alone (the limit drops to 1 and grows back as sends succeed)."""
+    def release(
+        self,
+        flight: Flight,
+        exchange: Exchange | None = None,
+        *,
+        rate_limited: bool,
+        again_alone: bool = False,
+    ) -> None:
+        """The send of ``flight`` ended with ``exchange``; ``rate_limited``: it was told to
+        slow down; ``again_alone``: it met a bound beside other sends and goes again alone
+        (the limit drops to 1 and grows back as sends succeed)."""
         with self._cond:
             self._in_flight -= 1
-            if queued_out:
+            self.flights.end(flight, exchange, time.monotonic(), self.gap)
+            if self._alone is flight:
+                self._alone = None
+            if again_alone:
                 self.queue_retries += 1
+                if flight.started >= self._last_cut:  # once per window, as for a 429
+                    self._threshold = max(1, self._limit // 2)
                 self._limit = self._min_limit = 1
                 self._successes = 0
                 self._last_cut = time.monotonic()
@@ -153,22 +202,64 @@ class Throttle:
                 self._successes = 0
                 # One cut per window: sends already in flight when we cut answer from
                 # the old load, and cutting again for each would collapse the limit.
-                if started >= self._last_cut:
-                    self._limit = max(1, self._limit // 2)
+                if flight.started >= self._last_cut:
+                    self._limit = self._threshold = max(1, self._limit // 2)
                     self._min_limit = min(self._min_limit, self._limit)
                     self._last_cut = time.monotonic()
             else:
                 self._successes += 1
-                if self._successes >= self._limit and self._limit < self.ceiling:
+                # Below the threshold, one more per success (the limit doubles per round:
+                # TCP's slow start); above it, one more per round (``limit`` successes).
+                step = 1 if self._limit < self._threshold else self._limit
+                if self._successes >= step and self._limit < self.ceiling:
                     self._limit += 1
                     self._successes = 0
             self._cond.notify_all()
 
-    def back_off(self, seconds: float) -> None:
-        """Close the gate for every sender for ``seconds`` (a Retry-After being waited out)."""
+    def cancel(self, flight: Flight) -> None:
+        """``flight`` was admitted but nothing was sent: as if it had never been."""
+        with self._cond:
+            self._in_flight -= 1
+            self.requests_sent -= 1
+            if self._alone is flight:
+                self._alone = None
+            self.flights.forget(flight)
+            self._cond.notify_all()
+
+    def in_flight_after_last_ok(self, until: float) -> list[Flight]:
+        """The flights on the wire between the last normal answer that ended before
+        ``until`` and ``until``, that had not ended normally, the first started first: the
+        requests that were in flight when a target found dead at ``until`` died."""
+        with self._cond:
+            flights = list(self.flights.history)
+        last_ok = max(
+            (f.ended for f in flights if f.normal and f.ended is not None and f.ended <= until),
+            default=float("-inf"),
+        )
+        return in_flight_since(flights, last_ok, until)
+
+    def resend_alone(self, kind: str) -> bool:
+        """Whether a ``kind`` of bound met beside other sends is still sent again alone: not
+        once REPEATS_TO_STAND of them met it again alone and none was answered alone."""
+        with self._cond:
+            repeated, answered = self._alone_outcomes.get(kind, (0, 0))
+            return answered > 0 or repeated < REPEATS_TO_STAND
+
+    def judged_alone(self, kind: str, *, answered: bool) -> None:
+        """A send that met ``kind`` beside others was sent alone: answered, or met it again."""
+        with self._cond:
+            outcome = self._alone_outcomes.setdefault(kind, [0, 0])
+            outcome[1 if answered else 0] += 1
+            self.answered_alone += answered
+
+    def back_off(self, seconds: float, *, shared: bool = True) -> None:
+        """Count one rate-limited send waited out; ``shared`` (a Retry-After): close the
+        gate for every sender for ``seconds``. Otherwise (a back-off of the sender's own,
+        as the openai SDK does when the target does not say) the caller waits alone."""
         with self._cond:
             self.retries += 1
-            self._gate_until = max(self._gate_until, time.monotonic() + seconds)
+            if shared:
+                self._gate_until = max(self._gate_until, time.monotonic() + seconds)
 
     def reserve(self, size: int) -> bool:
         """Count ``size`` more bytes held by this thread's answer; False: over the budget."""
@@ -205,4 +296,5 @@ class Throttle:
                 min_concurrency_limit=self._min_limit,
                 rate_limited=self.rate_limited,
                 queue_retries=self.queue_retries,
+                answered_alone=self.answered_alone,
             )

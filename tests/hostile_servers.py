@@ -242,6 +242,67 @@ def encoded(head_bytes: bytes, body: bytes) -> Behaviour:
     return behaviour
 
 
+# -- a target held by one request (FastChat and an n: 129 it accepted) -----------------------
+
+
+def gone(conn: socket.socket) -> bool:
+    """The client closed the connection (a peek reads end of stream)."""
+    try:
+        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+HELD_COMPLETION = b'{"id": "cmpl-1", "object": "text_completion", "created": 1, "model": "m", "choices": [{"index": 0, "text": "hi", "finish_reason": "stop", "logprobs": null}]}'
+HELD_CHUNK = b'data: {"id": "cmpl-1", "object": "text_completion", "created": 1, "model": "m", "choices": [{"index": 0, "text": "hi", "finish_reason": null, "logprobs": null}]}\n\n'
+
+
+class HeldBySlowRequest:
+    """A behaviour: a one-slot target that a slow request holds, as FastChat was held 28 s by
+    an ``n: 129`` it accepted while healthy streams queued behind it.
+
+    A request whose prompt is ``"hold"`` takes the slot for ``hold`` seconds (``arrived``
+    is set once it holds it), then answers a completion. A stream answers its head and
+    first event at once, then waits for the slot to send the rest, writing an SSE comment
+    every ``keepalive`` seconds meanwhile if set; one whose client went away is dropped.
+    With ``cut_after``, a stream that waited that long is cut (a reset), as a proxy that
+    gives up on a busy upstream does.
+    """
+
+    def __init__(
+        self, hold: float, *, keepalive: float | None = None, cut_after: float | None = None
+    ) -> None:
+        self.hold = hold
+        self.keepalive = keepalive
+        self.cut_after = cut_after
+        self.slot = threading.Lock()
+        self.arrived = threading.Event()
+
+    def __call__(self, server: RawServer, conn: socket.socket, request: bytes) -> None:
+        if b'"prompt": "hold"' in request:
+            with self.slot:
+                self.arrived.set()
+                server.stopping.wait(self.hold)
+                respond("200 OK", HELD_COMPLETION)(server, conn, request)
+            return
+        conn.sendall(head(content_type="text/event-stream", Transfer_Encoding="chunked"))
+        conn.sendall(chunked(HELD_CHUNK))
+        if self.cut_after is not None and not self.slot.acquire(timeout=self.cut_after):
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            return
+        while self.cut_after is None and not self.slot.acquire(timeout=self.keepalive or -1):
+            if gone(conn) or server.stopping.is_set():
+                return
+            conn.sendall(chunked(b": waiting for the slot\n\n"))
+        try:
+            if not gone(conn):
+                conn.sendall(chunked(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+        finally:
+            self.slot.release()
+
+
 class Servers(list[RawServer]):
     """The servers a test started (``servers.start(behaviour)``), all stopped on exit."""
 

@@ -159,12 +159,15 @@ def test_a_live_target_answers_the_health_probe(spec: Spec) -> None:
 
 
 def test_a_dead_target_is_one_finding_naming_the_requests(spec: Spec) -> None:
+    """The first failure seen, then the requests in flight when it died (first started first)."""
+    first = body_exchange(req(prompt="After"), {"error": {"message": "Not Found"}}, 404)
     killer = body_exchange(req(prompt=["Say hi"]), {"error": {"message": "Not Found"}}, 404)
-    before = body_exchange(req(prompt="Before"), completion_for(req(prompt="Before")))
-    findings = judge(spec, _probe_answer(404), (killer, before))
+    findings = judge(spec, _probe_answer(404), (first, killer, first))
     assert failed(findings) == {"TARGET-ALIVE"}
     message = findings["TARGET-ALIVE"].message
-    assert '["Say hi"]' in message and "answered 404" in message and '"Before"' in message
+    seen, _, in_flight = message.partition("in flight when it died")
+    assert '"After"' in seen and "answered 404" in seen
+    assert in_flight.index('["Say hi"]') < in_flight.index('"After"')
 
 
 def test_health_probes_only_after_answers_a_dead_target_gives() -> None:
@@ -188,7 +191,8 @@ def test_health_probes_only_after_answers_a_dead_target_gives() -> None:
     assert health.unjudged(dead.case, dead, lambda: True)  # probed: down
     assert len(sent) == 2 and all(HEALTH_TAG in c.tags for c in sent)
     down = health.claim()
-    assert down is not None and down.related == (dead, ok) and health.claim() is None
+    # No flights known (a Health without a throttle): the first failure alone.
+    assert down is not None and down.related == (dead,) and health.claim() is None
     later = body_exchange(req(), completion_for(req()))
     assert health.unjudged(later.case, later, lambda: True)  # nothing judged after the death
 

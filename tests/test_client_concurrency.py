@@ -8,16 +8,16 @@ and the rest get 429 with Retry-After.
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from hostile_servers import MIB, RawServer, Servers, endless_sse, respond
-from support import API_KEY, case
+from hostile_servers import MIB, HeldBySlowRequest, RawServer, Servers, endless_sse, gone, respond
+from support import API_KEY, MODEL, case
 
+from conformance.case import Case
 from conformance.client import Client, Limits, Pacer, RetryPolicy
 from conformance.exchange import Exchange
 from conformance.throttle import Throttle
@@ -148,7 +148,7 @@ def test_gate_holds_every_sender_until_it_reopens() -> None:
     began = time.monotonic()
     throttle.back_off(0.15)
     with ThreadPoolExecutor(4) as pool:
-        started = list(pool.map(lambda _: throttle.acquire(), range(4)))
+        started = [flight.started for flight in pool.map(lambda _: throttle.acquire(), range(4))]
     assert min(started) - began >= 0.15
     assert throttle.stats().retries == 1
 
@@ -187,14 +187,15 @@ def test_a_send_overlapped_only_by_one_that_came_and_went_was_crowded() -> None:
     and ended last)."""
     throttle = Throttle(4, Pacer(None))
     first = throttle.acquire()
-    assert not throttle.crowded()
+    assert not first.crowded
     other = ThreadPoolExecutor(1)
     other.submit(lambda: throttle.release(throttle.acquire(), rate_limited=False)).result()
     other.shutdown()
-    assert throttle.crowded()
+    assert first.crowded
     throttle.release(first, rate_limited=False)
-    throttle.release(throttle.acquire(), rate_limited=False)  # alone again: a fresh send
-    assert not throttle.crowded()
+    fresh = throttle.acquire()  # alone again: a fresh send
+    assert not fresh.crowded
+    throttle.release(fresh, rate_limited=False)
 
 
 # -- the memory held by answers read at once ---------------------------------------------------
@@ -222,6 +223,9 @@ def test_answers_read_at_once_share_one_memory_budget() -> None:
     held = sum(sum(len(e.data) for e in ex.events or []) for ex in exchanges)
     assert held <= 3 * MIB, held  # the event data alone; the budget counts its objects too
     assert client.stats.peak_in_flight > 1
+    # The suite's own memory bound counts the answers it still holds: sending one again
+    # alone would hold as much, so it is not sent again.
+    assert client.stats.queue_retries == 0
 
 
 def test_serial_sends_never_meet_the_shared_budget() -> None:
@@ -252,20 +256,9 @@ class OneAtATime:
             # only at the turn made the test race the client's close against the slot.)
             deadline = time.monotonic() + self.hold
             while time.monotonic() < deadline:
-                if _gone(conn) or server.stopping.wait(0.01):
+                if gone(conn) or server.stopping.wait(0.01):  # type: ignore[arg-type]
                     return
             self.ok(server, conn, request)  # type: ignore[arg-type]
-
-
-def _gone(conn: object) -> bool:
-    """The client closed the connection (a peek reads end of stream)."""
-    sock: socket.socket = conn  # type: ignore[assignment]
-    try:
-        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True
 
 
 def test_a_first_byte_time_out_spent_in_the_targets_queue_is_not_a_finding(
@@ -293,9 +286,12 @@ def test_a_silent_target_is_not_waited_for_once_per_request(serve: Servers) -> N
     client = Client(server.url, api_key=API_KEY, limits=limits, concurrency=6)
     exchanges = pooled(client, 6, 6)
     assert all(ex.bound == "ttfb" and ex.status is None for ex in exchanges)
+    # Two requests met the bound again alone (REPEATS_TO_STAND), none was answered alone:
+    # the other four time-outs stand without a wait of their own.
     assert client.stats.queue_retries == 6
-    assert sum("not sent again alone" in " ".join(ex.notes) for ex in exchanges) == 5
-    assert client.throttle.queue_disproved
+    assert sum("met a bound again" in " ".join(ex.notes) for ex in exchanges) == 2
+    assert sum("not sent again alone" in " ".join(ex.notes) for ex in exchanges) == 4
+    assert not client.throttle.resend_alone("ttfb")
 
 
 def test_a_time_out_alone_is_a_finding_at_once(serve: Servers) -> None:
@@ -304,3 +300,85 @@ def test_a_time_out_alone_is_a_finding_at_once(serve: Servers) -> None:
     client = Client(server.url, api_key=API_KEY, limits=Limits(ttfb=0.3), concurrency=1)
     ex = client.send(case())
     assert ex.bound == "ttfb" and ex.notes == [] and client.stats.queue_retries == 0
+
+
+# -- any bound a crowd can cause: sent again alone, and the request that held the target ------
+
+
+HOLDS = Case({"model": MODEL, "prompt": "hold", "max_tokens": 4}, label="the slow one")
+
+
+@pytest.mark.parametrize(
+    ("limits", "keepalive", "cut_after"),
+    [
+        (Limits(ttfb=5.0, gap=0.3, total=5.0), None, None),  # they stall past the gap bound
+        (Limits(ttfb=5.0, gap=5.0, total=0.6), 0.1, None),  # they trickle past the total
+        (Limits(ttfb=5.0, gap=5.0, total=5.0), None, 0.3),  # they are cut (a reset)
+    ],
+    ids=["gap", "total", "cut"],
+)
+def test_streams_held_up_by_another_request_are_sent_again_alone_and_name_it(
+    serve: Servers, limits: Limits, keepalive: float | None, cut_after: float | None
+) -> None:
+    """FastChat: healthy streams queued behind a request that held the one slot 28 s. Each
+    is sent again alone, answered, and names the request that held the target."""
+    behaviour = HeldBySlowRequest(hold=1.5, keepalive=keepalive, cut_after=cut_after)
+    server = serve.start(behaviour)
+    client = Client(server.url, api_key=API_KEY, limits=limits, concurrency=4)
+    with ThreadPoolExecutor(4) as pool:
+        slow = pool.submit(client.send, HOLDS)
+        assert behaviour.arrived.wait(5)  # it holds the slot before the streams go
+        streams = [pool.submit(client.send, case(stream=True)) for _ in range(3)]
+        answers = [s.result() for s in streams]
+    client.close()
+    assert [(a.status, a.bound, a.events[-1].data if a.events else None) for a in answers] == [
+        (200, None, "[DONE]")
+    ] * 3
+    for answer in answers:
+        assert answer.sent_alone is not None
+        assert "sent again alone, answered" in answer.sent_alone
+        assert "the target was held by 'the slow one'" in answer.sent_alone
+    stats = client.stats
+    assert stats.answered_alone == 3 and stats.min_concurrency_limit == 1
+    held = slow.result()
+    if limits.total > behaviour.hold:
+        assert (held.status, held.bound) == (200, None)  # answered: judged on its answer
+    else:
+        # It outlasts the total bound alone too: its own finding stands (HTTP-COMPLETE).
+        assert held.bound == "total" and "met a bound again" in held.notes[-1]
+
+
+def test_a_send_alone_waits_for_the_others_and_goes_with_none_beside_it() -> None:
+    """Alone means alone: admitted once nothing is in flight, and nothing else is admitted
+    beside it, however the adaptive limit has grown back meanwhile."""
+    throttle = Throttle(4, Pacer(None))
+    first, second = throttle.acquire(), throttle.acquire()
+    with ThreadPoolExecutor(2) as pool:
+        alone = pool.submit(throttle.acquire, alone=True)
+        while not throttle._alone_waiting:  # it waits its turn (no time involved)
+            threading.Event().wait(0.001)
+        throttle.release(first, rate_limited=False)
+        assert not alone.done()  # the second is still in flight
+        # A waiting send alone holds back new sends, though a slot is free.
+        other = pool.submit(throttle.acquire)
+        throttle.release(second, rate_limited=False)
+        ticket = alone.result(timeout=5)
+        assert not other.done() and throttle.stats().peak_in_flight == 2
+        throttle.release(ticket, rate_limited=False)
+        throttle.release(other.result(timeout=5), rate_limited=False)
+    assert not ticket.crowded
+
+
+def test_after_a_drop_to_one_the_limit_grows_back_fast_to_half_of_what_it_was() -> None:
+    """A time-out in a crowd drops the limit from 8 to 1; it then grows by one per success
+    up to 4 (slow start: 3 successes, where one per round took 1 + 2 + 3), and by one per
+    round (``limit`` successes) above it."""
+    throttle = Throttle(8, Pacer(None))
+    crowded = [throttle.acquire() for _ in range(8)]
+    throttle.release(crowded[0], rate_limited=False, again_alone=True)
+    limits = []
+    for flight in crowded[1:]:  # the others answer, one success each
+        throttle.release(flight, rate_limited=False)
+        limits.append(throttle.stats().concurrency_limit)
+    assert throttle.stats().min_concurrency_limit == 1
+    assert limits == [2, 3, 4, 4, 4, 4, 5]

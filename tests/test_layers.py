@@ -18,6 +18,7 @@ LAYERS = {
     "conformance": 0,  # the judge core: what is not listed below
     "strategies": 1,  # the request generator
     "conformance.engine": 2,
+    "conformance.item": 2,
     "conformance.scenarios": 2,
     "conformance.schedule": 2,
     "conformance.preflight": 2,

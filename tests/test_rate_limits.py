@@ -9,16 +9,27 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hostile_servers import Servers, respond
 from support import API_KEY, MODEL, Targets, case
 
-from conformance.client import Client, Pacer
+from conformance.client import Client, Pacer, RetryPolicy
 from conformance.engine import EXIT_NO_VERDICT
 from conformance.plugin import SUITE_DIR
+from conformance.resend import backoff
 
 QUICK = ("-p", "no:cacheprovider", "--max-examples", "3")
+OK = b'{"id": "cmpl-1", "object": "text_completion", "choices": []}'
+LIMITED = b'{"error": {"message": "too many requests", "type": "rate_limit"}}'
+
+
+@pytest.fixture
+def serve() -> Iterator[Servers]:
+    with Servers() as servers:
+        yield servers
 
 
 def run_suite(pytester: pytest.Pytester, url: str, *args: str) -> pytest.RunResult:
@@ -64,6 +75,54 @@ def test_every_third_request_rate_limited_passes_and_reports_retries(
     assert tallies["RATE-LIMIT-ENVELOPE"]["failed"] == 0
     assert tallies["RETRY-AFTER-FORMAT"]["checked"] == retries
     assert tallies["RETRY-AFTER-FORMAT"]["failed"] == 0
+
+
+def test_every_third_request_limited_without_retry_after_still_gets_a_verdict(
+    pytester: pytest.Pytester, targets: Targets
+) -> None:
+    """429 without Retry-After on every third request (LiteLLM's router), at the default
+    concurrency: backed off as the openai SDK does, the run passes with its retries shown."""
+    url = targets.get("nscale", "rate-limit-every-third-no-retry-after").server.url
+    result = run_suite(pytester, url, "--spec", "nscale")
+    output = result.stdout.str()
+    assert result.ret == 0, output
+    line = re.search(r"verdict: passed; spent (\d+) requests, \d+ tokens, (\d+) retries", output)
+    assert line is not None, output
+    assert int(line[2]) >= int(line[1]) // 4 > 0
+    tallies = {t["id"]: t for t in results_json(pytester)["requirements"]}  # type: ignore[attr-defined]
+    assert tallies["RATE-LIMIT-ENVELOPE"]["failed"] == 0
+    assert tallies["RETRY-AFTER-FORMAT"]["checked"] == 0  # no header: nothing to judge
+
+
+def test_the_back_off_is_the_openai_sdks() -> None:
+    """0.5 s doubled per retry, at most 8 s, less a random 0-25 % (openai-python's
+    _calculate_retry_timeout and its constants)."""
+    from openai import _constants
+
+    policy = RetryPolicy()
+    assert (policy.initial_backoff, policy.max_backoff) == (
+        _constants.INITIAL_RETRY_DELAY,
+        _constants.MAX_RETRY_DELAY,
+    )
+    assert [backoff(policy, n, rand=lambda: 0.0) for n in range(6)] == [0.5, 1, 2, 4, 8, 8]
+    assert backoff(policy, 1, rand=lambda: 1.0) == 0.75
+    assert all(0.375 <= backoff(policy, 0) <= 0.5 for _ in range(50))
+
+
+def test_a_429_without_retry_after_is_backed_off_and_sent_again(serve: Servers) -> None:
+    """The client waits on its own when the target does not say, and the 429 is kept."""
+    refused = respond("429 Too Many Requests", LIMITED)
+    answers = iter([refused, refused, respond("200 OK", OK)])
+    server = serve.start(lambda srv, conn, request: next(answers)(srv, conn, request))
+    retry = RetryPolicy(initial_backoff=0.01)
+    client = Client(server.url, api_key=API_KEY, retry=retry, concurrency=1)
+    try:
+        exchange = client.send(case())
+    finally:
+        client.close()
+    assert (exchange.status, exchange.retries) == (200, 2)
+    assert [ex.status for ex in exchange.throttled] == [429, 429]
+    assert client.stats.retries == 2 and len(server.requests) == 3
 
 
 def assert_no_verdict(pytester: pytest.Pytester, result: pytest.RunResult) -> None:

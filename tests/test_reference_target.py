@@ -952,6 +952,10 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
         p.post(model="no-such-model")
     ),
     "rate-limit-every-third": _every_third_limited,
+    "rate-limit-every-third-no-retry-after": lambda p: any(
+        r.status_code == 429 and "retry-after" not in r.headers
+        for r in [p.post() for _ in range(3)]
+    ),
     "rate-limit-always": lambda p: (
         lambda r: r.status_code == 429 and r.headers["retry-after"] == "1"
     )(p.post()),

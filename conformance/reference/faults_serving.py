@@ -18,6 +18,7 @@ from conformance.reference.validation import CompletionRequest
 _TEXT = "text/plain; charset=utf-8"
 _LIMITED = "Rate limit reached for requests. Retry after the time in Retry-After."
 _OVER_WINDOW = "context_length_exceeded"
+_LIMITED_UNSAID = "Rate limit reached for requests. Please try again later."
 
 # --- status lines and media types ------------------------------------------------------
 
@@ -189,14 +190,14 @@ def _unknown_model_400(error: ApiError) -> ApiError:
     )
 
 
-def _rate_limited(retry_after: str) -> ApiError:
+def _rate_limited(retry_after: str | None) -> ApiError:
     return ApiError(
         429,
-        _LIMITED,
+        _LIMITED if retry_after is not None else _LIMITED_UNSAID,
         code="rate_limit_exceeded",
         origin="rate",
         type_="rate_limit_error",
-        headers={"Retry-After": retry_after},
+        headers={} if retry_after is None else {"Retry-After": retry_after},
     )
 
 
@@ -208,6 +209,17 @@ def _rate_limited(retry_after: str) -> ApiError:
 )
 def _every_third(count: int) -> ApiError | None:
     return _rate_limited("0") if count % 3 == 0 else None
+
+
+@fault(
+    "rate-limit-every-third-no-retry-after",
+    "Every third completion request is answered 429 without Retry-After (LiteLLM's router; "
+    "legal: a client backs off on its own, as the openai SDK does).",
+    "admit",
+    tolerated=True,
+)
+def _every_third_unsaid(count: int) -> ApiError | None:
+    return _rate_limited(None) if count % 3 == 0 else None
 
 
 @fault(

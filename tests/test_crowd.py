@@ -1,0 +1,173 @@
+"""Verdicts that do not depend on concurrency: what a crowd of requests causes is judged alone.
+
+Run at the default concurrency (16) against real servers, the suite once blamed healthy
+streams for the 28 s FastChat spent on one request beside them, never judged that request,
+and named the wrong request when mlx-lm died. Here, with requests in flight together on
+purpose (no timing races: each step waits for the server to say it is there):
+
+* a request that held a one-slot target is judged on its own answer, and the requests
+  that waited behind it, answered when sent again alone, name it in the run's report;
+* when the target dies, TARGET-ALIVE names the request that was in flight when it died,
+  not another one that came back first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+from hostile_servers import HeldBySlowRequest, Servers
+from support import API_KEY, MODEL, case
+
+from conformance.case import Case
+from conformance.client import Client, Limits
+from conformance.engine import Run, Sent, Settings
+from conformance.health import HEALTH_TAG
+from conformance.reference import ReferenceServer
+from conformance.results import SENT_ALONE
+from conformance.spec import load_spec
+
+
+@pytest.fixture
+def serve() -> Iterator[Servers]:
+    with Servers() as servers:
+        yield servers
+
+
+def test_the_request_that_held_the_target_is_judged_and_named(serve: Servers) -> None:
+    """An invalid n: 129 the target accepted holds its one slot while three streams wait
+    past the gap bound: INVALID-REJECTED judges it on its own answer, the streams pass
+    HTTP-COMPLETE once sent alone, and the run's report names it as the holder."""
+    behaviour = HeldBySlowRequest(hold=1.5)
+    server = serve.start(behaviour)
+    spec = load_spec("aihubmix")
+    client = Client(server.url, api_key=API_KEY, limits=Limits(ttfb=5, gap=0.3, total=5),
+                    concurrency=4)  # fmt: skip
+    run = Run(Settings(concurrency=4), spec, client)
+    body = {"model": MODEL, "prompt": "hold", "max_tokens": 4, "n": 129}
+    slow = Case(body, mode="invalid", breaks="n:maximum", label="n:maximum: n=129")
+    item = run.item()
+    try:
+        held = item.dispatch(slow)
+        assert behaviour.arrived.wait(5)  # it holds the slot before the streams go
+        streams = [item.dispatch(case(stream=True)) for _ in range(3)]
+        judged = [item.receive(held), *(item.receive(s) for s in streams)]
+    finally:
+        run.close()
+        client.close()
+    assert all(ex is not None and ex.status == 200 for ex in judged)
+    tallies = item.results.tallies
+    assert (tallies["INVALID-REJECTED"].checked, tallies["INVALID-REJECTED"].failed) == (1, 1)
+    assert (tallies["HTTP-COMPLETE"].checked, tallies["HTTP-COMPLETE"].failed) == (4, 0)
+    entries = item.results.meta[SENT_ALONE]
+    assert len(entries) == 3
+    assert all("the target was held by 'n:maximum: n=129'" in e["note"] for e in entries)
+    assert all(e["held_by"].startswith("'n:maximum: n=129'") for e in entries)
+    assert all('"n": 129' in e["held_by"] for e in entries)
+
+
+class HoldsTheKillersAnswer:
+    """ASGI, around the reference app: the answer to a one-item prompt list (the request
+    that kills the target, fault dies-on-one-item-prompt-list) is held back until another
+    request has been answered after it, as mlx-lm's string-list prompt was still in flight
+    when a token prompt's 404 came back."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.killer_seen = threading.Event()  # the target has it (and is dead)
+        self.other_out = threading.Event()  # another request was answered after it
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] != "/v1/completions":
+            await self.app(scope, receive, send)
+            return
+        messages = [await receive()]
+        while messages[-1].get("more_body"):
+            messages.append(await receive())
+        body = json.loads(b"".join(m.get("body", b"") for m in messages))
+        replay = iter(messages)
+
+        async def again() -> Any:
+            return next(replay, None) or await receive()
+
+        if body.get("prompt") == ["Say hi"]:
+            held: list[Any] = []
+
+            async def keep(message: Any) -> None:
+                held.append(message)
+
+            await self.app(scope, again, keep)
+            self.killer_seen.set()
+            while not self.other_out.is_set():  # the server's loop keeps serving meanwhile
+                await asyncio.sleep(0.005)
+            for message in held:
+                await send(message)
+            return
+        await self.app(scope, again, send)
+        if self.killer_seen.is_set():
+            self.other_out.set()
+
+
+def test_the_request_in_flight_when_the_target_died_is_named() -> None:
+    """The killer is in flight; another request, sent after it, comes back 404 first: that
+    404 is the first failure seen, and TARGET-ALIVE names the killer as in flight when the
+    target died, before the request that merely found it dead (not the last one answered
+    normally, which finished before the killer started)."""
+    spec = load_spec("aihubmix")
+    server = ReferenceServer(
+        "aihubmix", api_key=API_KEY, faults=frozenset({"dies-on-one-item-prompt-list"})
+    )
+    wrapper = server.app = HoldsTheKillersAnswer(server.app)
+    client = Client(server.start(), api_key=API_KEY, limits=Limits(ttfb=5, gap=5, total=10),
+                    concurrency=4)  # fmt: skip
+    run = Run(Settings(concurrency=4), spec, client)
+    item = run.item()
+    killer = Case({"model": MODEL, "prompt": ["Say hi"], "max_tokens": 4}, label="one-item list")
+    after = Case({"model": MODEL, "prompt": "After", "max_tokens": 4}, label="sent after")
+    try:
+        first = item.send(case())
+        assert first is not None and first.status == 200  # the last normal answer
+        in_flight: Future[Sent] = item.dispatch(killer)
+        assert wrapper.killer_seen.wait(5)
+        assert item.send(after) is None  # 404: the health probe finds the target dead
+        assert item.receive(in_flight) is None  # not judged: the target is down
+    finally:
+        run.close()
+        client.close()
+        server.stop()
+    alive = [(f, ex) for f, ex in item.failures if f.requirement == "TARGET-ALIVE"]
+    assert len(alive) == 1
+    message = alive[0][0].message
+    # The first failure seen is whichever 404 the client read first (the killer's is let
+    # go as the other one is answered); the killer is named first of those in flight.
+    seen, named, in_flight_part = message.partition("in flight when it died")
+    assert named and "the first failure seen" in seen
+    assert in_flight_part.index("'one-item list'") < in_flight_part.index("'sent after'")
+    assert "answered normally" not in message and "'valid test case'" not in message
+    assert HEALTH_TAG in alive[0][1].case.tags  # the finding is on the failed probe
+
+
+def test_the_requests_answered_alone_reach_the_run_and_its_closing_lines() -> None:
+    """Items' entries are concatenated when the run merges them; the closing lines count
+    them and name each holder once."""
+    from conformance.results import Results
+    from conformance.terminal import sent_alone_lines
+
+    held = "'n:maximum: n=129' {\"n\": 129}"
+    run, first, second = Results(), Results(), Results()
+    first.meta[SENT_ALONE] = [{"case": "a", "note": "...", "held_by": held}]
+    second.meta[SENT_ALONE] = [
+        {"case": "b", "note": "...", "held_by": held},
+        {"case": "c", "note": "...", "held_by": None},
+    ]
+    run.merge(first)
+    run.merge(second)
+    assert [e["case"] for e in run.meta[SENT_ALONE]] == ["a", "b", "c"]
+    lines = sent_alone_lines(run)
+    assert lines[0].startswith("sent again alone: 3 request(s)")
+    assert lines[1:] == [f"the target was held by: {held}"]
