@@ -492,3 +492,27 @@ def test_a_transcript_of_target_without_its_document_is_refused_in_one_line() ->
     data = transcript.to_transcript(_recorded_exchange(), spec="target", source={"family": "x"})
     with pytest.raises(SpecError, match="carries no spec_document"):
         transcript.judge(data)
+
+
+def test_the_recording_plugin_saves_what_a_whole_suite_run_sends(
+    pytester: pytest.Pytester, targets: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """run.py loads ``-p record_transcripts`` into a real suite run: its wrapper must keep
+    up with Client.paced (a signature change once made every suite test error out)."""
+    from support import target_args
+
+    from conformance.plugin import SUITE_DIR
+
+    folder = pytester.path / "saved"
+    monkeypatch.setenv("CONFORMANCE_TRANSCRIPTS_DIR", str(folder))
+    url = targets.get("aihubmix").server.url
+    result = pytester.runpytest_inprocess(
+        str(SUITE_DIR), "-p", "record_transcripts", "-p", "no:cacheprovider",
+        "--max-examples", "1", *target_args(url), "-k", "test_valid_requests",
+        "--report-dir", str(pytester.path / "out"),
+    )  # fmt: skip
+    assert result.ret in (0, 7), result.stdout.str()[-2000:]  # passed, or incomplete (-k)
+    saved = sorted(folder.glob("*.json"))
+    assert saved, "no transcript saved"
+    data = transcript.load(saved[-1])
+    assert not [j for j in data["judged_failed"] if j.startswith("judge raised")]

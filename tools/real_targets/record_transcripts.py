@@ -92,8 +92,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # Client.paced, which returns the final, scrubbed exchange: record it there.
     original = Client.paced
 
-    def paced_and_saved(self: Client, attempt: Any) -> Any:
-        exchange = original(self, attempt)
+    def paced_and_saved(self: Client, attempt: Any, case: Any = None) -> Any:
+        exchange = original(self, attempt, case)
         save(exchange, target, spec)
         return exchange
 
