@@ -82,11 +82,13 @@ def test_pytest_help_is_one_option_away(tmp_path: Path) -> None:
 def test_a_run_takes_pytest_options_after_dashes_and_warns_of_nothing(tmp_path: Path) -> None:
     """The command imports ``conformance`` before pytest starts: pytest must not warn that
     it cannot rewrite it (nor anything else) on a normal run."""
-    run = _cli("--max-examples", "1", "--report-dir", "out", "--", "-q", "-k", "unknown_model",
+    # As --help says: pytest's options anywhere on the line (-q) or after -- (-k).
+    run = _cli("-q", "--max-examples", "1", "--report-dir", "out", "--", "-k", "unknown_model",
                cwd=tmp_path)  # fmt: skip
     out = run.stdout + run.stderr
     # One scenario alone leaves MUSTs untested (exit 7); pytest's -k reached pytest.
     assert run.returncode == 7, out
+    assert run.stdout.splitlines()[-1].startswith("verdict: incomplete ("), out
     assert "26 deselected" in out or "deselected" in out
     assert "warning" not in out.lower(), out
     assert (tmp_path / "out" / "results.json").is_file()
