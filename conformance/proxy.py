@@ -335,13 +335,15 @@ def main(
         max_body_bytes=args.max_body_bytes,
         max_held=args.max_held_bytes,
     )
+    stop = _signalled()  # before the first request: a signal always ends in the reports
     try:
         url = server.start()
     except (OSError, RuntimeError) as exc:
         print(f"ERROR: --listen {args.listen}: {exc}", file=err)
         return EXIT_CODES["bad-input"]
     print(f"{PROG}: {url} -> {args.upstream}; live verdict at {url}{LIVE}/", file=out, flush=True)
-    _wait_for_signal()
+    while not stop.wait(0.5):
+        pass
     snapshot = server.stop()
     written = write_traffic_reports(snapshot, Path(args.report_dir))
     if args.har:
@@ -352,11 +354,10 @@ def main(
     return snapshot.verdict.exit_code
 
 
-def _wait_for_signal() -> None:
-    """Block until SIGINT or SIGTERM (set explicitly: a shell may start background jobs
+def _signalled() -> threading.Event:
+    """An event set on SIGINT or SIGTERM (set explicitly: a shell may start background jobs
     with SIGINT ignored)."""
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    while not stop.wait(0.5):
-        pass
+    return stop
