@@ -53,7 +53,13 @@ from conformance.traffic_judge import Snapshot, TrafficJudge
 
 PROG = "completions-conformance proxy"
 #: Exchanges waiting for the judge, at most; more are forwarded and counted as not judged.
-QUEUE = 256
+#: Their bytes are bounded by MAX_HELD; this bounds a burst of short answers (1,000 streams
+#: that end at once fit).
+QUEUE = 4096
+#: How long stop() waits for the judge to take what is queued; the rest is counted.
+DRAIN_TIMEOUT = 60.0
+#: Why an exchange queued when the proxy stopped was not judged.
+STOPPED = "still queued when the proxy stopped"
 #: The largest answer copied for the judge (the suite's own --max-body-bytes default).
 MAX_BODY_BYTES = 16 * 1024 * 1024
 #: The bytes of all answers copied for the judge at once (being recorded or queued).
@@ -124,6 +130,7 @@ class ProxyServer:
         self.shared = Shared(self._ctx)
         self._outbox: Any = self._ctx.Queue(maxsize=queue_size)
         self._taken = 0
+        self._closing = threading.Event()
         self._worker = threading.Thread(target=self._judge, name="conformance-judge", daemon=True)
         self._process: Any = None
         self._live: uvicorn.Server | None = None
@@ -137,16 +144,23 @@ class ProxyServer:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
         while (item := self._outbox.get()) is not None:
             fields, held = item
-            writes = fields.get("writes", ())
-            seen = Seen(**fields, body=b"".join(writes))
-            self.judge.take(seen)  # never raises: a failure is noted as a suite error
+            if self._closing.is_set():
+                self.judge.note_seen()
+                self.judge.note_unjudged(STOPPED)
+            else:
+                writes = fields.get("writes", ())
+                seen = Seen(**fields, body=b"".join(writes))
+                self.judge.take(seen)  # never raises: a failure is noted as a suite error
             self.shared.release(held)
             self._taken += 1
 
     def drain(self, timeout: float = 60.0) -> None:
-        """Wait until every exchange the forwarding process handed over is judged."""
+        """Wait until every exchange the forwarding process handed over is judged and no
+        copy is held (an answer a client has read whole may be handed over just after)."""
         deadline = time.monotonic() + timeout
-        while self._taken < self.shared.offered.value and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            if self._taken >= self.shared.offered.value and self.shared.held.value == 0:
+                return
             time.sleep(0.01)
 
     def snapshot(self) -> Snapshot:
@@ -232,9 +246,10 @@ class ProxyServer:
                 process.kill()
                 process.join(5)
         if self._worker.is_alive():
-            self.drain()
+            self.drain(DRAIN_TIMEOUT)
+            self._closing.set()  # what the judge has not taken by now is counted, not judged
             self._outbox.put(None)
-            self._worker.join(30)
+            self._worker.join()
         if self._live is not None:
             self._live.should_exit = True
             self._live = None

@@ -69,7 +69,8 @@ def traffic(base: str, key: str, model: str) -> list[str]:
                 chunks = list(answer)
                 lines.append(f"{label}: {len(chunks)} chunks")
             else:
-                lines.append(f"{label}: {answer.choices[0].text!r}")
+                texts = [c.text for c in answer.choices]
+                lines.append(f"{label}: {texts!r}")
         except openai.APIError as exc:
             lines.append(f"{label}: {type(exc).__name__}: {str(exc)[:120]}")
     keyless = httpx.post(
@@ -117,7 +118,9 @@ def main(argv: list[str] | None = None) -> int:
         out, _ = proxy.communicate(timeout=300)
         print(out, end="")
     finally:
-        proxy.kill()
+        if proxy.poll() is None:  # this script failed: the proxy still writes its reports
+            proxy.send_signal(signal.SIGTERM)
+            proxy.wait(300)
     return proxy.returncode
 
 
