@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 from conformance.case import Auth, Case
 from conformance.checks.defaults import DEFAULT_MAX_TOKENS_TAG
 from conformance.client import REDACTED, scrub
+from conformance.exceptions import ConformanceError
 from conformance.exchange import HOP_BY_HOP, Exchange
 from conformance.judging.wire import exchange_from_transcript, exchange_from_wire
 from conformance.spec import Spec
@@ -52,7 +53,7 @@ TRANSPORT_ERROR = "_transportError"
 FALSE_ENCODING = "_falseEncoding"
 
 
-class BadEntry(Exception):
+class BadEntry(ConformanceError):
     """An entry that cannot be judged: ``where`` names the file and the entry."""
 
     def __init__(self, where: str, message: str) -> None:
