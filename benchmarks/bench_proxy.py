@@ -55,13 +55,14 @@ class Process:
         self.cmd, self.marker = cmd, marker
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
+        self.log = tempfile.TemporaryFile("w+")  # noqa: SIM115  (its stderr, read on failure)
 
     def start(self) -> str:
         env = bench.bench_env(PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
             self.cmd,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=self.log,
             text=True,
             cwd=bench.ROOT,
             env=env,
@@ -118,7 +119,7 @@ class Process:
             return ""
         proc.send_signal(signal.SIGTERM)
         try:
-            out, _ = proc.communicate(timeout=120)
+            out, _ = proc.communicate(timeout=600)
         except subprocess.TimeoutExpired:
             proc.kill()
             out, _ = proc.communicate()
@@ -322,7 +323,10 @@ def memory(target: str, args: argparse.Namespace, report_dir: Path) -> dict[str,
         wall, errors = asyncio.run(both())
         hwm = proc.status("VmHWM")
     finally:
-        proc.stop()
+        out = proc.stop()
+    if not (report_dir / "verdict.json").is_file():
+        proc.log.seek(0)
+        raise RuntimeError(f"the proxy wrote no reports: {out}\n{proc.log.read()[-3000:]}")
     verdict = json.loads((report_dir / "verdict.json").read_text())
     return {
         "streams": args.long,

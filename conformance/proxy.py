@@ -154,12 +154,14 @@ class ProxyServer:
             self.shared.release(held)
             self._taken += 1
 
-    def drain(self, timeout: float = 60.0) -> None:
-        """Wait until every exchange the forwarding process handed over is judged and no
-        copy is held (an answer a client has read whole may be handed over just after)."""
+    def drain(self, timeout: float = 60.0, *, copies: bool = True) -> None:
+        """Wait until every exchange the forwarding process handed over is judged and (with
+        ``copies``) no copy is held: an answer a client has read whole may be handed over
+        just after. Once the forwarding process is gone, copies no longer matter."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self._taken >= self.shared.offered.value and self.shared.held.value == 0:
+            held = self.shared.held.value if copies else 0
+            if self._taken >= self.shared.offered.value and held == 0:
                 return
             time.sleep(0.01)
 
@@ -246,7 +248,7 @@ class ProxyServer:
                 process.kill()
                 process.join(5)
         if self._worker.is_alive():
-            self.drain(DRAIN_TIMEOUT)
+            self.drain(DRAIN_TIMEOUT, copies=False)  # the forwarding process is gone
             self._closing.set()  # what the judge has not taken by now is counted, not judged
             self._outbox.put(None)
             self._worker.join()
