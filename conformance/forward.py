@@ -261,6 +261,9 @@ def _whole(answer: httpx.Response, writes: list[bytes]) -> bool:
 def run(plan: Plan, shared: Shared, outbox: Any, ready: Connection) -> None:
     """The forwarding process: serve until SIGTERM or SIGINT (uvicorn's handlers), saying
     on ``ready`` where it listens (or why it cannot)."""
+    # Stopping must not wait for a slow judge to take every queued copy: what is left is
+    # counted by the judging process (handed over, never arrived).
+    outbox.cancel_join_thread()
     family = socket.AF_INET6 if ":" in plan.host else socket.AF_INET
     try:
         # IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that say they are TCP.

@@ -29,6 +29,7 @@ import contextlib
 import json
 import multiprocessing
 import os
+import queue
 import signal
 import socket
 import sys
@@ -131,6 +132,7 @@ class ProxyServer:
         self._outbox: Any = self._ctx.Queue(maxsize=queue_size)
         self._taken = 0
         self._closing = threading.Event()
+        self._stopped = threading.Event()
         self._worker = threading.Thread(target=self._judge, name="conformance-judge", daemon=True)
         self._process: Any = None
         self._live: uvicorn.Server | None = None
@@ -142,8 +144,11 @@ class ProxyServer:
         # The judge yields the CPU to the forwarding process when both want it.
         with contextlib.suppress(AttributeError, OSError):
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
-        while (item := self._outbox.get()) is not None:
-            fields, held = item
+        while not self._stopped.is_set():
+            try:
+                fields, held = self._outbox.get(timeout=0.2)
+            except queue.Empty:
+                continue
             if self._closing.is_set():
                 self.judge.note_seen()
                 self.judge.note_unjudged(STOPPED)
@@ -243,15 +248,23 @@ class ProxyServer:
         process, self._process = self._process, None
         if process is not None and process.is_alive():
             process.terminate()  # SIGTERM: uvicorn's graceful shutdown
-            process.join(15)
+            process.join(30)
             if process.is_alive():
                 process.kill()
                 process.join(5)
         if self._worker.is_alive():
             self.drain(DRAIN_TIMEOUT, copies=False)  # the forwarding process is gone
             self._closing.set()  # what the judge has not taken by now is counted, not judged
-            self._outbox.put(None)
-            self._worker.join()
+            self.drain(5, copies=False)
+            self._stopped.set()
+            # A forwarding process killed in the middle of handing one over leaves the
+            # worker waiting for the rest of it: it is a daemon, and is left to wait.
+            self._worker.join(5)
+        lost = self.shared.offered.value - self._taken
+        if lost > 0:  # handed over but never arrived (the forwarding process was stopped)
+            self.judge.note_seen(lost)
+            self.judge.note_unjudged(STOPPED, lost)
+            self._taken += lost
         if self._live is not None:
             self._live.should_exit = True
             self._live = None
