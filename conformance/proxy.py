@@ -59,6 +59,9 @@ PROG = "completions-conformance proxy"
 QUEUE = 4096
 #: How long stop() waits for the judge to take what is queued; the rest is counted.
 DRAIN_TIMEOUT = 60.0
+#: The judge thread's niceness: the forwarding process gets the CPU first when both want
+#: it, mildly (at 10, on a machine busy with other work, the judge all but stopped).
+JUDGE_NICE = 5
 #: Why an exchange queued when the proxy stopped was not judged.
 STOPPED = "still queued when the proxy stopped"
 #: The largest answer copied for the judge (the suite's own --max-body-bytes default).
@@ -143,7 +146,7 @@ class ProxyServer:
     def _judge(self) -> None:
         # The judge yields the CPU to the forwarding process when both want it.
         with contextlib.suppress(AttributeError, OSError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), JUDGE_NICE)
         while not self._stopped.is_set():
             try:
                 fields, held = self._outbox.get(timeout=0.2)
