@@ -55,13 +55,14 @@ class Process:
         self.cmd, self.marker = cmd, marker
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
+        self.log = tempfile.TemporaryFile("w+")  # noqa: SIM115  (its stderr, read on failure)
 
     def start(self) -> str:
         env = bench.bench_env(PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
             self.cmd,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=self.log,
             text=True,
             cwd=bench.ROOT,
             env=env,
@@ -118,7 +119,7 @@ class Process:
             return ""
         proc.send_signal(signal.SIGTERM)
         try:
-            out, _ = proc.communicate(timeout=120)
+            out, _ = proc.communicate(timeout=600)
         except subprocess.TimeoutExpired:
             proc.kill()
             out, _ = proc.communicate()
@@ -322,7 +323,10 @@ def memory(target: str, args: argparse.Namespace, report_dir: Path) -> dict[str,
         wall, errors = asyncio.run(both())
         hwm = proc.status("VmHWM")
     finally:
-        proc.stop()
+        out = proc.stop()
+    if not (report_dir / "verdict.json").is_file():
+        proc.log.seek(0)
+        raise RuntimeError(f"the proxy wrote no reports: {out}\n{proc.log.read()[-3000:]}")
     verdict = json.loads((report_dir / "verdict.json").read_text())
     return {
         "streams": args.long,
@@ -340,9 +344,61 @@ def memory(target: str, args: argparse.Namespace, report_dir: Path) -> dict[str,
     }
 
 
+# -- the judge alone ------------------------------------------------------------------------
+
+
+def judge_cost(args: argparse.Namespace) -> dict[str, Any]:
+    """CPU per exchange of the proxy's judge (TrafficJudge.take), in this process, for
+    streams of the upstream's shape, and of one snapshot (the live page's cost)."""
+    from _stream_target import chunk
+
+    from conformance.spec import load_spec
+    from conformance.traffic import Seen
+    from conformance.traffic_judge import TrafficJudge
+
+    def stream(n: int, prompt: str) -> Seen:
+        created = int(time.time())
+        writes = (*(chunk(MODEL, created, i == n - 1) for i in range(n)), b"data: [DONE]\n\n")
+        request = json.dumps({**body(n), "prompt": prompt}).encode()
+        return Seen(
+            "bench",
+            "POST",
+            "http://u/v1/completions",
+            (("Authorization", f"Bearer {KEY}"), ("Content-Type", "application/json")),
+            request,
+            200,
+            (("content-type", "text/event-stream"), ("x-request-id", "r")),
+            b"".join(writes),
+            writes=writes,
+            times=tuple(0.01 * k for k in range(len(writes))),
+            ttfb=0.01,
+            elapsed=0.5,
+        )
+
+    out: dict[str, Any] = {}
+    for n in (30, 100):
+        judge = TrafficJudge(load_spec("aihubmix"), target="bench")
+        judge.take(stream(n, "warm-up"))
+        per = []
+        for run in range(args.runs):
+            start = time.thread_time()
+            for i in range(20):
+                judge.take(stream(n, f"prompt {run} {i}"))  # distinct requests: no memo hits
+            per.append((time.thread_time() - start) / 20 * 1000)
+        start = time.thread_time()
+        judge.snapshot()
+        out[f"{n}_chunks"] = {
+            "cpu_ms_per_exchange": bench.summary(per),
+            "snapshot_cpu_ms": (time.thread_time() - start) * 1000,
+        }
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=["latency", "throughput", "memory", "all"], default="all")
+    ap.add_argument(
+        "--part", choices=["latency", "throughput", "memory", "judge", "all"], default="all"
+    )
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--chunks", type=int, default=100)
     ap.add_argument("--interval", type=float, default=0.005)
@@ -361,6 +417,9 @@ def main() -> None:
         "load_at_start": bench.load(),
         "args": vars(args) | {"json": str(args.json)},
     }
+    if args.part in ("judge", "all"):
+        result["judge"] = judge_cost(args)
+        print("judge", json.dumps(result["judge"], indent=1), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         up = upstream()
         target = up.start()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import os
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -217,7 +218,7 @@ class Forwarder:
             raise  # the client must see the answer cut too, not a short complete one
         finally:
             await answer.aclose()
-            if not dropped and not complete and not error:
+            if not dropped and not complete and not error and not _whole(answer, writes):
                 dropped = CLIENT_LEFT
             if dropped:
                 self.shared.release(size)
@@ -237,9 +238,32 @@ class Forwarder:
             self.shared.note(BEHIND)
 
 
+def _whole(answer: httpx.Response, writes: list[bytes]) -> bool:
+    """Whether a copy holds the whole answer although the client closed the connection
+    before the upstream ended it: every byte of a Content-Length, or an event stream up to
+    its ``data: [DONE]`` (SDKs stop reading there, and the upstream ends the body after)."""
+    size = sum(len(w) for w in writes)
+    length = answer.headers.get("content-length", "")
+    if length.isdigit():
+        return size == int(length)
+    media = answer.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != "text/event-stream" or answer.headers.get("content-encoding"):
+        return False
+    tail = b""
+    for write in reversed(writes):  # the last bytes, however small the writes were
+        tail = write + tail
+        if len(tail) >= 64:
+            break
+    tail = tail.replace(b"\r", b"\n").rstrip(b"\n")
+    return tail.endswith((b"data: [DONE]", b"data:[DONE]"))
+
+
 def run(plan: Plan, shared: Shared, outbox: Any, ready: Connection) -> None:
     """The forwarding process: serve until SIGTERM or SIGINT (uvicorn's handlers), saying
     on ``ready`` where it listens (or why it cannot)."""
+    # Stopping must not wait for a slow judge to take every queued copy: what is left is
+    # counted by the judging process (handed over, never arrived).
+    outbox.cancel_join_thread()
     family = socket.AF_INET6 if ":" in plan.host else socket.AF_INET
     try:
         # IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that say they are TCP.
@@ -262,6 +286,7 @@ def run(plan: Plan, shared: Shared, outbox: Any, ready: Connection) -> None:
         date_header=False,
     )
     server = uvicorn.Server(config)
+    parent = os.getppid()
 
     async def serve() -> None:
         task = asyncio.create_task(server.serve(sockets=[sock]))
@@ -272,6 +297,10 @@ def run(plan: Plan, shared: Shared, outbox: Any, ready: Connection) -> None:
             await asyncio.sleep(0.005)
         host = f"[{plan.host}]" if family == socket.AF_INET6 else plan.host
         ready.send(("ready", f"http://{host}:{sock.getsockname()[1]}"))
-        await task
+        while not task.done():
+            # The judging process is gone (killed): nothing would judge or stop us.
+            if os.getppid() != parent:
+                server.should_exit = True
+            await asyncio.wait([task], timeout=1.0)
 
     asyncio.run(serve())

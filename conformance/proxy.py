@@ -29,6 +29,7 @@ import contextlib
 import json
 import multiprocessing
 import os
+import queue
 import signal
 import socket
 import sys
@@ -53,7 +54,16 @@ from conformance.traffic_judge import Snapshot, TrafficJudge
 
 PROG = "completions-conformance proxy"
 #: Exchanges waiting for the judge, at most; more are forwarded and counted as not judged.
-QUEUE = 256
+#: Their bytes are bounded by MAX_HELD; this bounds a burst of short answers (1,000 streams
+#: that end at once fit).
+QUEUE = 4096
+#: How long stop() waits for the judge to take what is queued; the rest is counted.
+DRAIN_TIMEOUT = 60.0
+#: The judge thread's niceness: the forwarding process gets the CPU first when both want
+#: it, mildly (at 10, on a machine busy with other work, the judge all but stopped).
+JUDGE_NICE = 5
+#: Why an exchange queued when the proxy stopped was not judged.
+STOPPED = "still queued when the proxy stopped"
 #: The largest answer copied for the judge (the suite's own --max-body-bytes default).
 MAX_BODY_BYTES = 16 * 1024 * 1024
 #: The bytes of all answers copied for the judge at once (being recorded or queued).
@@ -124,6 +134,8 @@ class ProxyServer:
         self.shared = Shared(self._ctx)
         self._outbox: Any = self._ctx.Queue(maxsize=queue_size)
         self._taken = 0
+        self._closing = threading.Event()
+        self._stopped = threading.Event()
         self._worker = threading.Thread(target=self._judge, name="conformance-judge", daemon=True)
         self._process: Any = None
         self._live: uvicorn.Server | None = None
@@ -134,19 +146,31 @@ class ProxyServer:
     def _judge(self) -> None:
         # The judge yields the CPU to the forwarding process when both want it.
         with contextlib.suppress(AttributeError, OSError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
-        while (item := self._outbox.get()) is not None:
-            fields, held = item
-            writes = fields.get("writes", ())
-            seen = Seen(**fields, body=b"".join(writes))
-            self.judge.take(seen)  # never raises: a failure is noted as a suite error
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), JUDGE_NICE)
+        while not self._stopped.is_set():
+            try:
+                fields, held = self._outbox.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if self._closing.is_set():
+                self.judge.note_seen()
+                self.judge.note_unjudged(STOPPED)
+            else:
+                writes = fields.get("writes", ())
+                seen = Seen(**fields, body=b"".join(writes))
+                self.judge.take(seen)  # never raises: a failure is noted as a suite error
             self.shared.release(held)
             self._taken += 1
 
-    def drain(self, timeout: float = 60.0) -> None:
-        """Wait until every exchange the forwarding process handed over is judged."""
+    def drain(self, timeout: float = 60.0, *, copies: bool = True) -> None:
+        """Wait until every exchange the forwarding process handed over is judged and (with
+        ``copies``) no copy is held: an answer a client has read whole may be handed over
+        just after. Once the forwarding process is gone, copies no longer matter."""
         deadline = time.monotonic() + timeout
-        while self._taken < self.shared.offered.value and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            held = self.shared.held.value if copies else 0
+            if self._taken >= self.shared.offered.value and held == 0:
+                return
             time.sleep(0.01)
 
     def snapshot(self) -> Snapshot:
@@ -227,14 +251,23 @@ class ProxyServer:
         process, self._process = self._process, None
         if process is not None and process.is_alive():
             process.terminate()  # SIGTERM: uvicorn's graceful shutdown
-            process.join(15)
+            process.join(30)
             if process.is_alive():
                 process.kill()
                 process.join(5)
         if self._worker.is_alive():
-            self.drain()
-            self._outbox.put(None)
-            self._worker.join(30)
+            self.drain(DRAIN_TIMEOUT, copies=False)  # the forwarding process is gone
+            self._closing.set()  # what the judge has not taken by now is counted, not judged
+            self.drain(5, copies=False)
+            self._stopped.set()
+            # A forwarding process killed in the middle of handing one over leaves the
+            # worker waiting for the rest of it: it is a daemon, and is left to wait.
+            self._worker.join(5)
+        lost = self.shared.offered.value - self._taken
+        if lost > 0:  # handed over but never arrived (the forwarding process was stopped)
+            self.judge.note_seen(lost)
+            self.judge.note_unjudged(STOPPED, lost)
+            self._taken += lost
         if self._live is not None:
             self._live.should_exit = True
             self._live = None
@@ -335,13 +368,15 @@ def main(
         max_body_bytes=args.max_body_bytes,
         max_held=args.max_held_bytes,
     )
+    stop = _signalled()  # before the first request: a signal always ends in the reports
     try:
         url = server.start()
     except (OSError, RuntimeError) as exc:
         print(f"ERROR: --listen {args.listen}: {exc}", file=err)
         return EXIT_CODES["bad-input"]
     print(f"{PROG}: {url} -> {args.upstream}; live verdict at {url}{LIVE}/", file=out, flush=True)
-    _wait_for_signal()
+    while not stop.wait(0.5):
+        pass
     snapshot = server.stop()
     written = write_traffic_reports(snapshot, Path(args.report_dir))
     if args.har:
@@ -352,11 +387,10 @@ def main(
     return snapshot.verdict.exit_code
 
 
-def _wait_for_signal() -> None:
-    """Block until SIGINT or SIGTERM (set explicitly: a shell may start background jobs
+def _signalled() -> threading.Event:
+    """An event set on SIGINT or SIGTERM (set explicitly: a shell may start background jobs
     with SIGINT ignored)."""
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    while not stop.wait(0.5):
-        pass
+    return stop

@@ -225,10 +225,10 @@ class TrafficJudge:
         with self._lock:
             self.seen += n
 
-    def note_unjudged(self, reason: str) -> None:
-        """An exchange passed without being judged (sampled out, another operation...)."""
+    def note_unjudged(self, reason: str, n: int = 1) -> None:
+        """Exchanges passed without being judged (sampled out, another operation...)."""
         with self._lock:
-            self.unjudged[reason] += 1
+            self.unjudged[reason] += n
 
     def note_bad(self, line: str) -> None:
         """An entry that could not be read (BadEntry's line): counted, the first few kept."""

@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -318,3 +319,106 @@ def test_the_copies_for_the_judge_stay_within_their_budget() -> None:
     traffic = snapshot.overall.meta["traffic"]
     assert traffic["judged"] == 1
     assert traffic["unjudged"] == {"the judge's memory budget was spent (--max-held-bytes)": 1}
+
+
+def lingering_upstream() -> tuple[Any, str]:
+    """An upstream that writes a stream up to ``data: [DONE]`` in tiny writes, then
+    keeps the body open for 3 s before ending it (a client stops reading at [DONE])."""
+    import socket
+    import threading
+
+    import uvicorn
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        import asyncio
+
+        while (await receive()).get("more_body"):
+            pass
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream")],
+            }
+        )
+        chunk = b'data: {"id":"c","object":"text_completion","created":1760000000,"model":"m","choices":[{"text":"x","index":0,"logprobs":null,"finish_reason":"length"}]}\n\n'
+        for piece in (chunk, b"data: [DO", b"NE]\n", b"\n"):
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
+        await asyncio.sleep(3)
+        await send({"type": "http.response.body", "body": b""})
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", log_config=None, lifespan="off")
+    )
+    threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True).start()
+    while not server.started:
+        time.sleep(0.01)
+    return server, f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_a_stream_the_client_leaves_at_done_is_judged() -> None:
+    server, url = lingering_upstream()
+    try:
+        with ProxyServer(url, load_spec("aihubmix")) as proxy:
+            body = {"model": "m", "prompt": "Hi", "max_tokens": 1, "stream": True}
+            with httpx.stream(
+                "POST",
+                proxy.url + "/v1/completions",
+                json=body,
+                headers={"Authorization": f"Bearer {KEY}"},
+            ) as r:
+                seen = b""
+                for raw in r.iter_raw():
+                    seen += raw
+                    if b"[DONE]\n\n" in seen:
+                        break  # as the openai SDK does: the upstream has not ended the body
+            proxy.drain()
+            snapshot = proxy.stop()
+    finally:
+        server.should_exit = True
+    traffic = snapshot.overall.meta["traffic"]
+    assert (traffic["judged"], traffic["unjudged"]) == (1, {})
+
+
+def test_the_forwarding_process_ends_with_the_proxy(tmp_path: Path) -> None:
+    with ReferenceServer("aihubmix", api_key=KEY) as ref:
+        command = [
+            sys.executable,
+            "-m",
+            "conformance",
+            "proxy",
+            "--upstream",
+            ref.url,
+            "--listen",
+            "127.0.0.1:0",
+            "--report-dir",
+            str(tmp_path),
+        ]
+        proc = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        try:
+            assert proc.stdout is not None
+            url = proc.stdout.readline().split(": ", 1)[1].split(" ", 1)[0]
+            assert (
+                httpx.get(
+                    url + "/v1/models", headers={"Authorization": f"Bearer {KEY}"}
+                ).status_code
+                == 200
+            )
+        finally:
+            proc.kill()  # no chance to stop its forwarding process itself
+            proc.wait()
+            assert proc.stdout is not None
+            proc.stdout.close()
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(url + "/v1/models", timeout=1)
+            except httpx.TransportError:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("the forwarding process outlived the proxy")
