@@ -61,6 +61,11 @@ NOT_OBSERVABLE: dict[str, tuple[tuple[str, ...], str]] = {
         "judges what the openai SDK made of the answer; the wire shows the bytes, not what "
         "a client parsed",
     ),
+    "context window probe": (
+        ("CONTEXT-WINDOW-REJECTED",),
+        "needs the context window the target advertises (its model list, GET /v1/models) "
+        "and a prompt one token over it; traffic shows neither",
+    ),
     "health probe": (
         ("TARGET-ALIVE",),
         "needs the suite's health probe (its minimal request, sent after an answer only a "

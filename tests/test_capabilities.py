@@ -11,6 +11,7 @@ from support import MODEL, Targets, judge, target_args
 
 from conformance import capabilities as cap
 from conformance.case import Case
+from conformance.contract import Contract
 from conformance.exchange import Exchange, Headers
 from conformance.plugin import SUITE_DIR
 from conformance.requirements import load_checks
@@ -262,9 +263,12 @@ def test_require_capabilities_echo_fails_when_token_prompts_decline_it(
 
 def test_a_failure_breaks_a_feature_only_where_the_judged_document_makes_it_a_must() -> None:
     # LOGPROBS-TOP-COUNT is a MUST under AIHubMix's text ("up to logprobs+1 elements") and
-    # a SHOULD under Nscale's document, which says nothing of it.
+    # under Nscale's document by the openai-compatible contract (it declares `logprobs`);
+    # judged by Nscale's document alone, which says nothing of it, a SHOULD.
     load_checks()
     case, exchange = _answer(200, WITH_LOGPROBS)
     too_many = Finding("LOGPROBS-TOP-COUNT", "failed", "top_logprobs[0] has 7 entries")
     assert cap.classify(case, exchange, [too_many], spec=load_spec("aihubmix")) == "broken"
-    assert cap.classify(case, exchange, [too_many], spec=load_spec("nscale")) == "offered"
+    assert cap.classify(case, exchange, [too_many], spec=load_spec("nscale")) == "broken"
+    alone = load_spec("nscale", contract=Contract.DOCUMENT)
+    assert cap.classify(case, exchange, [too_many], spec=alone) == "offered"

@@ -67,7 +67,8 @@ def test_every_third_request_rate_limited_passes_and_reports_retries(
     assert isinstance(spent, dict) and spent["retries"] == retries
     # Each 429 waited out is judged (its envelope, its Retry-After) and counted.
     meta = data["meta"]
-    assert isinstance(meta, dict) and meta["observed_statuses"]["429"] == retries
+    # (A retry is also a time-out sent again alone, which a loaded machine can cause.)
+    assert isinstance(meta, dict) and 0 < meta["observed_statuses"]["429"] <= retries
     assert "429 x" in output
     tallies = {t["id"]: t for t in data["requirements"]}  # type: ignore[attr-defined]
     # It holds of every answer (a run without a 429 exercises it too), each 429 included.

@@ -508,6 +508,8 @@ def test_the_recording_plugin_saves_what_a_whole_suite_run_sends(
     url = targets.get("aihubmix").server.url
     result = pytester.runpytest_inprocess(
         str(SUITE_DIR), "-p", "record_transcripts", "-p", "no:cacheprovider",
+        # Another test of this process imported the plugin module already (no rewriting).
+        "-W", "ignore::pytest.PytestAssertRewriteWarning",
         "--max-examples", "1", *target_args(url), "-k", "test_valid_requests",
         "--report-dir", str(pytester.path / "out"),
     )  # fmt: skip
