@@ -31,8 +31,8 @@ from conformance.spec import (
     OPERATION_PATH,
     Spec,
     SpecError,
+    document_meta,
     load_spec,
-    operation_line,
 )
 from conformance.spec_source import Fetch
 from conformance.verdict import Verdict, decide
@@ -216,13 +216,7 @@ def _checked(settings: Settings) -> Settings:
 def _header(setup: Setup, spec: Spec, settings: Settings, target: str) -> dict[str, Any]:
     return {
         "target": target if setup.target_url else "embedded reference target",
-        "spec": spec.name,
-        "spec_title": f"{spec.title} {spec.version}".strip(),
-        "spec_source": spec.origin,
-        "spec_sha256": spec.sha256,
-        "operation": operation_line(spec),
-        "strict_spec": spec.strict,
-        "contract": spec.contract.value,
+        **document_meta(spec),
         "strict": settings.strict,
         "suite_version": __version__,
         "errata": [{"id": e.id, "title": e.title, "detail": e.detail} for e in spec.errata],

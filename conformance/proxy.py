@@ -45,6 +45,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from conformance import forward
+from conformance.contract import Contract
 from conformance.exchange import Exchange
 from conformance.forward import LIVE, Plan, Shared
 from conformance.judging import EXIT_CODES
@@ -354,7 +355,7 @@ def main(
         print(f"ERROR: {problem}", file=err)
         return EXIT_CODES["bad-input"]
     try:
-        spec = load_spec(args.spec, strict=args.strict_spec)
+        spec = load_spec(args.spec, strict=args.strict_spec, contract=Contract(args.contract))
     except SpecError as exc:
         print(f"ERROR: --spec {args.spec}: {exc}", file=err)
         return EXIT_CODES["bad-input"]

@@ -700,3 +700,16 @@ def describe(error: ValidationError) -> str:
     where = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
     message = error.message if len(error.message) <= 200 else error.message[:200] + "..."
     return f"at body{where}: {message}"
+
+
+def document_meta(spec: Spec) -> dict[str, Any]:
+    """What every run's results say of the document judged and how (results.json meta)."""
+    return {
+        "spec": spec.name,
+        "spec_title": f"{spec.title} {spec.version}".strip(),
+        "spec_source": spec.origin,
+        "spec_sha256": spec.sha256,
+        "operation": operation_line(spec),
+        "strict_spec": spec.strict,
+        "contract": spec.contract.value,
+    }

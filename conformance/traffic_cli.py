@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from conformance.contract import DEFAULT_CONTRACT, Contract
 from conformance.judging import EXIT_CODES
 
 if TYPE_CHECKING:
@@ -46,6 +47,13 @@ def add_common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--strict-spec", action="store_true", help="no errata, no policies")
     p.add_argument(
+        "--contract",
+        choices=[c.value for c in Contract],
+        default=DEFAULT_CONTRACT.value,
+        help=f"how the document binds the target (default {DEFAULT_CONTRACT.value}; "
+        "see completions-conformance --help)",
+    )
+    p.add_argument(
         "--report-dir",
         default="reports/out",
         metavar="DIR",
@@ -54,14 +62,18 @@ def add_common(p: argparse.ArgumentParser) -> None:
 
 
 def judge_files(
-    paths: list[Path], spec_name: str, strict: bool, err: TextIO
+    paths: list[Path],
+    spec_name: str,
+    strict: bool,
+    err: TextIO,
+    contract: Contract = DEFAULT_CONTRACT,
 ) -> tuple[TrafficJudge, int]:
     """Judge every entry of ``paths``; the judge, and how many entries went wrong."""
     from conformance.spec import load_spec
     from conformance.traffic import operation_of, read
     from conformance.traffic_judge import TrafficJudge
 
-    spec = load_spec(spec_name, strict=strict)
+    spec = load_spec(spec_name, strict=strict, contract=contract)
     judge = TrafficJudge(spec, target=", ".join(p.name for p in paths))
     wanted = operation_of(spec)
     problems = 0
@@ -83,7 +95,7 @@ def main(
 
     try:
         judge, problems = judge_files(
-            [Path(f) for f in args.files], args.spec, args.strict_spec, err
+            [Path(f) for f in args.files], args.spec, args.strict_spec, err, Contract(args.contract)
         )
     except SpecError as exc:
         print(f"ERROR: --spec {args.spec}: {exc}", file=err)

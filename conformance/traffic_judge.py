@@ -34,7 +34,7 @@ from conformance.latency import stream_latency
 from conformance.policies import registry
 from conformance.requirements import REGISTRY, Requirement, load_checks
 from conformance.results import Finding, Results, Tally
-from conformance.spec import Spec, operation_line
+from conformance.spec import Spec, document_meta
 from conformance.traffic import BadEntry, Entry, Passed, Seen, exchange_of, model_of
 
 #: What traffic cannot show, by what it would take: the requirements and why.
@@ -168,7 +168,9 @@ class TrafficJudge:
         load_checks()
         self.spec = spec
         self.target = target
-        self.requirements = list(REGISTRY.values() if requirements is None else requirements)
+        # Each at the level the document and its contract give it, as in a run.
+        chosen = REGISTRY.values() if requirements is None else requirements
+        self.requirements = [r.under(spec) for r in chosen]
         self.judges = [r for r in self.requirements if r.id not in VACUOUS]
         self.run_id = secrets.token_hex(8)
         self.started = time.time()
@@ -327,12 +329,7 @@ class TrafficJudge:
         spec = self.spec
         return {
             "target": self.target,
-            "spec": spec.name,
-            "spec_title": f"{spec.title} {spec.version}".strip(),
-            "spec_source": spec.origin,
-            "spec_sha256": spec.sha256,
-            "operation": operation_line(spec),
-            "strict_spec": spec.strict,
+            **document_meta(spec),
             "strict": False,
             "suite_version": __version__,
             "errata": [{"id": e.id, "title": e.title, "detail": e.detail} for e in spec.errata],

@@ -348,3 +348,19 @@ def test_every_unobservable_requirement_is_registered() -> None:
 
     load_checks()
     assert {rid for ids, _ in NOT_OBSERVABLE.values() for rid in ids} <= set(REGISTRY)
+
+
+@pytest.mark.parametrize("contract", ["openai-compatible", "document"])
+def test_traffic_is_judged_under_the_contract_asked_for(tmp_path: Path, contract: str) -> None:
+    # The same levels as a run: under Nscale's document, echo ignored is a MUST failure by
+    # the openai-compatible contract, advisory by the document alone; the reports say which.
+    har = write_har(tmp_path / "session.har", [completion_entry()])
+    out, err = io.StringIO(), io.StringIO()
+    reports = tmp_path / "reports"
+    argv = [str(har), "--spec", "nscale", "--contract", contract, "--report-dir", str(reports)]
+    assert main(argv, out=out, err=err) in (1, 7), err.getvalue()
+    results = json.loads((reports / "results.json").read_text())
+    assert results["meta"]["contract"] == contract
+    tallies = {t["id"]: t for t in results["requirements"]}
+    want = "MUST" if contract == "openai-compatible" else "SHOULD"
+    assert tallies["USAGE-TOTAL"]["level"] == want
