@@ -32,6 +32,7 @@ from reports.summary import (
     policies_of,
     pretty_body,
     scores,
+    shard_text,
     status_of,
     transcript_lines,
     verdict_of,
@@ -146,15 +147,19 @@ def report_context(results: Results) -> dict[str, Any]:
     verdict = verdict_of(results)
     columns, latency_rows = latency_table(results.latency)
     meta = results.meta
+    # Only a run that was passed gets green; incomplete is amber, never a pass; a shard's
+    # own word is not the run's verdict.
+    known = verdict in ("passed", "failed", "incomplete", ERROR)
+    verdict_class = verdict if known and not meta.get("shard") else "unknown"
+    verdict_text = VERDICTS.get(verdict, "The run recorded this verdict.")
+    if meta.get("shard"):
+        verdict, verdict_text = f"shard {meta['shard']}", shard_text(verdict)
     return {
         "meta": meta,
         "target": str(meta.get("target", "unknown target")),
         "verdict": verdict,
-        # Only a run that was passed gets green; incomplete is amber, never a pass.
-        "verdict_class": verdict
-        if verdict in ("passed", "failed", "incomplete", ERROR)
-        else "unknown",
-        "verdict_text": VERDICTS.get(verdict, "The run recorded this verdict."),
+        "verdict_class": verdict_class,
+        "verdict_text": verdict_text,
         "coverage": coverage_of(results),
         "buckets": buckets_of(results),
         "suite_errors": [r for r in rows if r["status"] == ERROR],

@@ -29,6 +29,7 @@ from reports.summary import (
     offered_of,
     ordered,
     registry_line,
+    shard_text,
     status_of,
     verdict_of,
 )
@@ -41,14 +42,6 @@ _WORD = {
     "no-verdict": "⚠️ NO VERDICT",
 }
 MESSAGE_CHARS = 240
-#: A shard's own word, said of its slice alone.
-SHARD_WORDS = {
-    "passed": "nothing failed",
-    "failed": "a requirement that decides the verdict failed",
-    "incomplete": "scenarios were not run (see below)",
-    "error": "a check of the suite raised or a suite test broke",
-    "no-verdict": "the target kept answering 429",
-}
 
 
 def _first(tally: Tally, outcome: str) -> dict[str, Any]:
@@ -74,10 +67,7 @@ def summary_markdown(results: Results) -> str:
     if meta.get("shard"):
         # One shard judged its slice only: its own word is not the run's (issue 27).
         heading = f"shard {cell(meta['shard'])}, verdict left to the merge"
-        said = (
-            f"One shard of a run: in its slice, {SHARD_WORDS.get(verdict, verdict)}. The run's "
-            "verdict is conformance-merge's, over every shard's results.json."
-        )
+        said = cell(shard_text(verdict))
     else:
         heading = _WORD.get(verdict, "⚠️ " + verdict.upper())
         said = cell(VERDICTS.get(verdict, ""))

@@ -84,6 +84,25 @@ VERDICTS = {
 }
 
 
+#: A shard's own word, said of its slice alone.
+SHARD_WORDS = {
+    "passed": "nothing failed",
+    "failed": "a requirement that decides the verdict failed",
+    "incomplete": "scenarios were not run (see below)",
+    "error": "a check of the suite raised or a suite test broke",
+    "no-verdict": "the target kept answering 429",
+}
+
+
+def shard_text(verdict: str) -> str:
+    """What a shard's report says in place of a verdict: a shard judged its slice only, so
+    its own word ("passed" over MUSTs other shards test) is not the run's (issue 27)."""
+    return (
+        f"One shard of a run: in its slice, {SHARD_WORDS.get(verdict, verdict)}. The run's "
+        "verdict is conformance-merge's, over every shard's results.json."
+    )
+
+
 def verdict_of(results: Results) -> str:
     """The run's verdict as the judge core decided it (conformance.judging.verdict_word):
     the reports never decide on their own."""

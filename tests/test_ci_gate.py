@@ -111,6 +111,9 @@ def test_shards_split_the_suite_and_merge_into_one_verdict(
             f"## Completions conformance: shard {k}/2, verdict left to the merge"
         )
         assert "PASSED" not in page
+        html = (tmp_path / f"s{k}" / "report.html").read_text(encoding="utf-8")
+        assert f'<div class="word">shard {k}/2</div>' in html
+        assert "One shard of a run: in its slice, nothing failed" in html
     ran = [json.loads((tmp_path / f"s{k}" / "results.json").read_text()) for k in (1, 2)]
     assert all(r["spent"]["requests"] > 0 for r in ran)
     assert (

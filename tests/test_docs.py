@@ -133,3 +133,15 @@ def test_tox_lists_every_environment() -> None:
         [sys.executable, "-m", "tox", "l"], cwd=ROOT, capture_output=True, text=True, timeout=120
     ).stdout
     assert "additional environments:" in every and "real-targets -> " in every, every
+
+
+def test_ci_runs_both_tiers_the_readme_names() -> None:
+    """Issue 27, item 9: the default tier is fast; the exhaustive one is marked, and CI
+    runs both, as the README says."""
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    default, exhaustive = ci.index("pytest -n auto"), ci.index("pytest -n auto -m exhaustive")
+    assert default < exhaustive
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "`pytest -n auto -m exhaustive`" in readme and "CI (`.ci/run`)" in readme
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert '"-m", "not exhaustive"' in pyproject and '"exhaustive: ' in pyproject
