@@ -67,14 +67,16 @@ def test_every_third_request_rate_limited_passes_and_reports_retries(
     assert isinstance(spent, dict) and spent["retries"] == retries
     # Each 429 waited out is judged (its envelope, its Retry-After) and counted.
     meta = data["meta"]
-    # (A retry is also a time-out sent again alone, which a loaded machine can cause.)
+    # (A retry is also a stale keep-alive connection tried again, or a time-out sent again
+    # alone: rare, so retries may exceed the 429s by those.)
     assert isinstance(meta, dict) and 0 < meta["observed_statuses"]["429"] <= retries
+    limited = meta["observed_statuses"]["429"]
     assert "429 x" in output
     tallies = {t["id"]: t for t in data["requirements"]}  # type: ignore[attr-defined]
     # It holds of every answer (a run without a 429 exercises it too), each 429 included.
     assert tallies["RATE-LIMIT-ENVELOPE"]["checked"] > retries
     assert tallies["RATE-LIMIT-ENVELOPE"]["failed"] == 0
-    assert tallies["RETRY-AFTER-FORMAT"]["checked"] == retries
+    assert tallies["RETRY-AFTER-FORMAT"]["checked"] == limited
     assert tallies["RETRY-AFTER-FORMAT"]["failed"] == 0
 
 
