@@ -50,6 +50,21 @@ INTEGER = reads(int, "an integer")
 NUMBER = reads(float, "a number")
 
 
+def one_of(*choices: str) -> Callable[[str], Any]:
+    """An option ``type`` that never fails inside argparse: one of ``choices``, or the text
+    as :class:`Unread` (argparse's ``choices`` would print pytest's usage text instead)."""
+
+    def read(text: str) -> Any:
+        if text in choices:
+            return text
+        unread = Unread(text)
+        unread.expected = "one of " + ", ".join(choices)
+        return unread
+
+    read.__name__ = "choice"
+    return read
+
+
 def in_suite(arg: str, invocation_dir: Path) -> bool:
     """Whether a positional argument names the suite or a part of it (a path, a node ID,
     or ``conformance``/``conformance.test_x`` with --pyargs)."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from conformance.arguments import INTEGER, NUMBER, in_suite
+from conformance.arguments import INTEGER, NUMBER, in_suite, one_of
 from conformance.arguments import SUITE_DIR as SUITE_DIR
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def add_options(parser: pytest.Parser) -> None:
     )
     add(
         "--contract",
-        choices=[c.value for c in Contract],
+        type=one_of(*(c.value for c in Contract)),
         default=DEFAULT_CONTRACT.value,
         help="How the document binds the target: "
         + "; ".join(f"{c.value}: {CONTRACT_HELP[c]}" for c in Contract)

@@ -177,6 +177,7 @@ CLI_CASES = [
     # Issue 27, items 2 and 6: pytest's usage text, or a run started and then refused.
     (["--request-timeout", "abc"], "--request-timeout 'abc': expected a number"),
     (["--max-examples", "x"], "--max-examples 'x': expected an integer"),
+    (["--contract", "openai"], "--contract 'openai': expected one of openai-compatible, document"),
     (["my"], "'my' is not an option of the suite or of pytest"),
     (["--nope"], "'--nope' is not an option of the suite or of pytest"),
     (["-k", "("], "-k '(': not a valid expression"),
