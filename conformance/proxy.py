@@ -31,14 +31,12 @@ import multiprocessing
 import os
 import queue
 import signal
-import socket
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any, TextIO
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
@@ -49,6 +47,7 @@ from conformance.contract import Contract
 from conformance.exchange import Exchange
 from conformance.forward import LIVE, Plan, Shared
 from conformance.judging import EXIT_CODES
+from conformance.serving import ThreadedServer
 from conformance.spec import Spec
 from conformance.traffic import Seen, har_document, har_of
 from conformance.traffic_judge import Snapshot, TrafficJudge
@@ -139,7 +138,7 @@ class ProxyServer:
         self._stopped = threading.Event()
         self._worker = threading.Thread(target=self._judge, name="conformance-judge", daemon=True)
         self._process: Any = None
-        self._live: uvicorn.Server | None = None
+        self._live: ThreadedServer | None = None
         self.url = ""
 
     # -- the judge ---------------------------------------------------------------------------
@@ -198,28 +197,8 @@ class ProxyServer:
         return Starlette(routes=routes)
 
     def _start_live(self) -> str:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.bind(("127.0.0.1", 0))
-        config = uvicorn.Config(
-            self._live_app(),
-            log_level="warning",
-            access_log=False,
-            log_config=None,
-            lifespan="off",
-            timeout_graceful_shutdown=1,
-        )
-        server = uvicorn.Server(config)
-        thread = threading.Thread(
-            target=server.run, kwargs={"sockets": [sock]}, name="conformance-live", daemon=True
-        )
-        thread.start()
-        deadline = time.monotonic() + 10
-        while not server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the live verdict's server did not start")
-            time.sleep(0.005)
-        self._live = server
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+        self._live = ThreadedServer(self._live_app(), name="live verdict's server")
+        return self._live.start()
 
     # -- the forwarding process ------------------------------------------------------------------
 
@@ -270,7 +249,7 @@ class ProxyServer:
             self.judge.note_unjudged(STOPPED, lost)
             self._taken += lost
         if self._live is not None:
-            self._live.should_exit = True
+            self._live.stop()
             self._live = None
         if self.har is not None:
             self.har.close()
