@@ -1,4 +1,4 @@
-"""For comparison only: ``strategies.draw`` through Hypothesis internals.
+"""For comparison only: ``conformance.strategies.draw`` through Hypothesis internals.
 
 ``strategies/_draw.py`` draws each value in a ``@given`` run of two examples (the first,
 simplest one draws nothing), Hypothesis's public API. The suite once drew each value
@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover - another Hypothesis
 
 def one(strategy: Any, seed_value: int) -> Any:
     """One random value of ``strategy`` for ``seed_value``."""
-    import strategies._draw as current
+    import conformance.strategies._draw as current
 
     if ConjectureData is None:
         return current._original_draw_one(strategy, seed_value)
@@ -42,8 +42,8 @@ def one(strategy: Any, seed_value: int) -> Any:
 
 
 def install() -> None:
-    """Make ``strategies.draw`` use ``one`` (idempotent)."""
-    import strategies._draw as current
+    """Make ``conformance.strategies.draw`` use ``one`` (idempotent)."""
+    import conformance.strategies._draw as current
 
     if not hasattr(current, "_original_draw_one"):
         current._original_draw_one = current.draw_one  # type: ignore[attr-defined]

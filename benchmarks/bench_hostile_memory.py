@@ -154,12 +154,13 @@ def child(url: str | None, stream: bool, concurrency: int = 1) -> dict[str, Any]
     """What suite requests cost: send ``concurrency`` at once, judge each, keep evidence."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from conformance.case import Case
-    from conformance.client import Client, Limits
-    from conformance.exchange import Exchange
-    from conformance.requirements import REGISTRY, load_checks
-    from conformance.results import Results, evaluate
-    from conformance.spec import load_spec
+    from conformance.judging.case import Case
+    from conformance.judging.checks import load_checks
+    from conformance.judging.exchange import Exchange
+    from conformance.judging.requirements import REGISTRY
+    from conformance.judging.results import Results, evaluate
+    from conformance.judging.spec import load_spec
+    from conformance.run.client import Client, Limits
 
     spec = load_spec("aihubmix")
     load_checks()

@@ -7,7 +7,7 @@ Records once, then replays. The cases the suite sends (generated valid requests,
 generated streams, the edge list, the invalid list) are sent once to a reference target
 in its own process and the exchanges kept. Then, in each run, per exchange:
 
-* generation: drawing its case (``strategies.draw`` of one value for generated cases;
+* generation: drawing its case (``conformance.strategies.draw`` of one value for generated cases;
   the edge and invalid lists' build time divided by their length);
 * judging: ``results.evaluate`` by every registered requirement, on a fresh copy of the
   exchange (nothing cached from an earlier run);
@@ -44,14 +44,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import _common as bench
 import _fastdraw
 
-from conformance.case import Case
-from conformance.client import Client
-from conformance.exchange import Exchange
-from conformance.latency import stream_latency
-from conformance.requirements import REGISTRY, load_checks
-from conformance.results import Results, evaluate, tokens_used
-from conformance.spec import Spec, load_spec
-from strategies import _draw, draw, edge_requests, invalid_cases, valid_requests
+from conformance.judging.case import Case
+from conformance.judging.checks import load_checks
+from conformance.judging.exchange import Exchange
+from conformance.judging.latency import stream_latency
+from conformance.judging.requirements import REGISTRY
+from conformance.judging.results import Results, evaluate, tokens_used
+from conformance.judging.spec import Spec, load_spec
+from conformance.run.client import Client
+from conformance.strategies import _draw, draw, edge_requests, invalid_cases, valid_requests
 
 MODEL = "reference-model"
 API_KEY = "sk-bench-overhead"
@@ -160,7 +161,7 @@ def stats(values: list[float]) -> dict[str, float]:
 
 
 def use_drawer(name: str) -> None:
-    """Make ``strategies.draw`` draw the suite's (public) way or through internals."""
+    """Make ``conformance.strategies.draw`` draw the suite's (public) way or through internals."""
     _fastdraw.install()
     _draw.draw_one = _fastdraw.one if name == "internals" else _draw._original_draw_one  # type: ignore[attr-defined]
 

@@ -17,7 +17,7 @@ counts the completion requests it receives, so both tools are counted the same w
   --max-examples K``, with K sized in an untimed first run so that the suite sends about
   N requests (its fixed tests send about 95, the two generated tests K each).
 * ours, proposed drawer: the same with ``-p _fastdraw`` (``benchmarks/_fastdraw.py``, a
-  prototype of a cheaper ``strategies.draw``, not merged), to show what it would give.
+  prototype of a cheaper ``conformance.strategies.draw``, not merged), to show what it would give.
 
 Every command runs with bytecode cached (``_common.bench_env``), as on a machine where
 it ran before. Runs alternate A B C, C B A, ... Per run: wall time of the whole command, the span from the

@@ -67,11 +67,12 @@ ST_FIT_SIZES = (120, 400)
 def proxy(url: str, concurrency: int) -> dict[str, Any]:
     """Send a default run's cases from ``concurrency`` threads through one Client; judge all."""
     sys.path.insert(0, str(bench.ROOT))
-    from conformance.client import Client
-    from conformance.requirements import REGISTRY, load_checks
-    from conformance.results import evaluate
-    from conformance.spec import load_spec
-    from strategies import draw, edge_requests, invalid_cases, valid_requests
+    from conformance.judging.checks import load_checks
+    from conformance.judging.requirements import REGISTRY
+    from conformance.judging.results import evaluate
+    from conformance.judging.spec import load_spec
+    from conformance.run.client import Client
+    from conformance.strategies import draw, edge_requests, invalid_cases, valid_requests
 
     spec = load_spec(SPEC)
     load_checks()

@@ -27,77 +27,79 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING
 
+from conformance.judging.version import VERSION
+
 if TYPE_CHECKING:
-    from conformance.assembly import BadInput as BadInput
-    from conformance.assembly import Setup as Setup
-    from conformance.case import Case as Case
-    from conformance.client import Client as Client
-    from conformance.engine import Run as Run
-    from conformance.engine import Settings as Settings
-    from conformance.engine import execute as execute
-    from conformance.exceptions import ConformanceError as ConformanceError
-    from conformance.exchange import Exchange as Exchange
-    from conformance.exchange import Headers as Headers
-    from conformance.item import ItemRun as ItemRun
-    from conformance.judging import RunRecord as RunRecord
-    from conformance.judging import ScenarioRun as ScenarioRun
-    from conformance.judging import SkipCause as SkipCause
-    from conformance.judging import Verdict as Verdict
-    from conformance.judging import decide as decide
+    from conformance.front.runner import Outcome as Outcome
+    from conformance.front.runner import run_suite as run_suite
+    from conformance.judging.case import Case as Case
+    from conformance.judging.exceptions import ConformanceError as ConformanceError
+    from conformance.judging.exchange import Exchange as Exchange
+    from conformance.judging.exchange import Headers as Headers
+    from conformance.judging.record import RunRecord as RunRecord
+    from conformance.judging.record import ScenarioRun as ScenarioRun
+    from conformance.judging.record import SkipCause as SkipCause
+    from conformance.judging.requirements import Context as Context
+    from conformance.judging.requirements import Level as Level
+    from conformance.judging.requirements import Requirement as Requirement
+    from conformance.judging.requirements import Unsupported as Unsupported
+    from conformance.judging.requirements import Violation as Violation
+    from conformance.judging.requirements import requirement as requirement
+    from conformance.judging.results import Finding as Finding
+    from conformance.judging.results import Results as Results
+    from conformance.judging.spec import Spec as Spec
+    from conformance.judging.spec import SpecError as SpecError
+    from conformance.judging.spec import load_spec as load_spec
+    from conformance.judging.verdict import Verdict as Verdict
+    from conformance.judging.verdict import decide as decide
     from conformance.judging.wire import exchange_from_transcript as exchange_from_transcript
     from conformance.judging.wire import exchange_from_wire as exchange_from_wire
-    from conformance.requirements import Context as Context
-    from conformance.requirements import Level as Level
-    from conformance.requirements import Requirement as Requirement
-    from conformance.requirements import Unsupported as Unsupported
-    from conformance.requirements import Violation as Violation
-    from conformance.requirements import requirement as requirement
-    from conformance.results import Finding as Finding
-    from conformance.results import Results as Results
-    from conformance.runner import Outcome as Outcome
-    from conformance.runner import run_suite as run_suite
-    from conformance.scenarios import SCENARIOS as SCENARIOS
-    from conformance.scenarios import Scenario as Scenario
-    from conformance.spec import Spec as Spec
-    from conformance.spec import SpecError as SpecError
-    from conformance.spec import load_spec as load_spec
+    from conformance.run.assembly import BadInput as BadInput
+    from conformance.run.client import Client as Client
+    from conformance.run.engine import Run as Run
+    from conformance.run.engine import execute as execute
+    from conformance.run.item import ItemRun as ItemRun
+    from conformance.run.scenarios import SCENARIOS as SCENARIOS
+    from conformance.run.scenarios import Scenario as Scenario
+    from conformance.run.session import Settings as Settings
+    from conformance.run.session import Setup as Setup
 
-__version__ = "0.1.0"
+__version__ = VERSION
 
 _EXPORTS = {
-    "load_spec": "conformance.spec",
-    "Spec": "conformance.spec",
-    "SpecError": "conformance.spec",
-    "Case": "conformance.case",
-    "Exchange": "conformance.exchange",
-    "Headers": "conformance.exchange",
+    "load_spec": "conformance.judging.spec",
+    "Spec": "conformance.judging.spec",
+    "SpecError": "conformance.judging.spec",
+    "Case": "conformance.judging.case",
+    "Exchange": "conformance.judging.exchange",
+    "Headers": "conformance.judging.exchange",
     "exchange_from_wire": "conformance.judging.wire",
     "exchange_from_transcript": "conformance.judging.wire",
-    "Client": "conformance.client",
-    "ConformanceError": "conformance.exceptions",
-    "Context": "conformance.requirements",
-    "Level": "conformance.requirements",
-    "Requirement": "conformance.requirements",
-    "Violation": "conformance.requirements",
-    "Unsupported": "conformance.requirements",
-    "requirement": "conformance.requirements",
-    "Settings": "conformance.engine",
-    "Run": "conformance.engine",
-    "ItemRun": "conformance.item",
-    "execute": "conformance.engine",
-    "Setup": "conformance.assembly",
-    "BadInput": "conformance.assembly",
-    "run_suite": "conformance.runner",
-    "Outcome": "conformance.runner",
-    "Scenario": "conformance.scenarios",
-    "SCENARIOS": "conformance.scenarios",
-    "RunRecord": "conformance.judging",
-    "ScenarioRun": "conformance.judging",
-    "SkipCause": "conformance.judging",
-    "Verdict": "conformance.judging",
-    "decide": "conformance.judging",
-    "Results": "conformance.results",
-    "Finding": "conformance.results",
+    "Client": "conformance.run.client",
+    "ConformanceError": "conformance.judging.exceptions",
+    "Context": "conformance.judging.requirements",
+    "Level": "conformance.judging.requirements",
+    "Requirement": "conformance.judging.requirements",
+    "Violation": "conformance.judging.requirements",
+    "Unsupported": "conformance.judging.requirements",
+    "requirement": "conformance.judging.requirements",
+    "Settings": "conformance.run.session",
+    "Run": "conformance.run.engine",
+    "ItemRun": "conformance.run.item",
+    "execute": "conformance.run.engine",
+    "Setup": "conformance.run.session",
+    "BadInput": "conformance.run.assembly",
+    "run_suite": "conformance.front.runner",
+    "Outcome": "conformance.front.runner",
+    "Scenario": "conformance.run.scenarios",
+    "SCENARIOS": "conformance.run.scenarios",
+    "RunRecord": "conformance.judging.record",
+    "ScenarioRun": "conformance.judging.record",
+    "SkipCause": "conformance.judging.record",
+    "Verdict": "conformance.judging.verdict",
+    "decide": "conformance.judging.verdict",
+    "Results": "conformance.judging.results",
+    "Finding": "conformance.judging.results",
 }
 __all__ = ["__version__", "judge", *_EXPORTS]
 
@@ -106,7 +108,7 @@ def judge(spec: Spec, exchange: Exchange, related: tuple[Exchange, ...] = ()) ->
     """Judge one (recorded) exchange by every registered requirement that applies,
     the provider's own (``requirement``) included, as a run judges it: a 429 by the
     rate-limit requirements alone, and one defect, one finding (a failure resting on a
-    witness this exchange shows wrong is withheld: conformance.attribution)."""
+    witness this exchange shows wrong is withheld: conformance.judging.attribution)."""
     from conformance.judging.judge import judge_alone
 
     return judge_alone(spec, exchange, related)

@@ -1,6 +1,6 @@
 """``completions-conformance`` / ``python -m conformance``: the suite from any directory.
 
-The command line lives in conformance/cli.py (``run`` by default: ``pytest --pyargs
+The command line lives in conformance/front/cli.py (``run`` by default: ``pytest --pyargs
 conformance`` with the given options, so an installed copy needs no checkout).
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from conformance.cli import main
+from conformance.front.cli import main
 
 __all__ = ["main"]
 

@@ -1,6 +1,6 @@
-"""The capability table: one probe per optional feature (conformance.capabilities)."""
+"""The capability table: one probe per optional feature (conformance.judging.capabilities)."""
 
-from conformance import scenarios as s
-from conformance.plugin import suite_test
+from conformance.front.plugin import suite_test
+from conformance.run import scenarios as s
 
 test_capabilities = suite_test(s.CAPABILITIES)

@@ -1,10 +1,10 @@
 """Non-streamed completions: generated valid, edge and invalid requests, and the stop probe.
 
-Each test plays the scenario of conformance/scenarios.py that it is named after.
+Each test plays the scenario of conformance/run/scenarios.py that it is named after.
 """
 
-from conformance import scenarios as s
-from conformance.plugin import suite_test
+from conformance.front.plugin import suite_test
+from conformance.run import scenarios as s
 
 test_valid_requests = suite_test(s.VALID_REQUESTS)
 test_edge_requests = suite_test(s.EDGE_REQUESTS)

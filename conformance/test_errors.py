@@ -6,8 +6,8 @@ politely (403 needs a restricted key, 429 needs hammering, 5xx a broken target) 
 judged whenever they turn up elsewhere in the run.
 """
 
-from conformance import scenarios as s
-from conformance.plugin import suite_test
+from conformance.front.plugin import suite_test
+from conformance.run import scenarios as s
 
 test_auth_probes = suite_test(s.AUTH_PROBES)
 test_unknown_model = suite_test(s.UNKNOWN_MODEL)

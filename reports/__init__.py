@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.results import Results
-from reports.baseline import BaselineDiff, check_baseline, compare_to_baseline
-from reports.html import render_html, write_html
-from reports.junit import write_junit
-from reports.run_summary import summary_markdown, write_summary
+from conformance.judging.results import Results
+from conformance.reports.baseline import BaselineDiff, check_baseline, compare_to_baseline
+from conformance.reports.html import render_html, write_html
+from conformance.reports.junit import write_junit
+from conformance.reports.run_summary import summary_markdown, write_summary
 
 __all__ = [
     "BaselineDiff",

@@ -15,7 +15,7 @@ How the plugin's ``--baseline FILE`` uses it (the plugin owns the option and the
 5. ``results.meta["baseline"] = diff.to_json() | {"file": str(FILE)}`` so that every report
    shows the lists.
 
-A fingerprint is ``REQUIREMENT|request class|path|message`` (conformance.fingerprint): it
+A fingerprint is ``REQUIREMENT|request class|path|message`` (conformance.judging.fingerprint): it
 names a defect, not the generated request that showed it, so a baseline keeps its defects
 known at another ``--seed`` or ``--max-examples``. What the baseline was taken with (seed,
 example count, suite version) is compared and a difference is one warning line; a
@@ -30,8 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.fingerprint import is_current
-from conformance.results import Results, Tally
+from conformance.judging.fingerprint import is_current
+from conformance.judging.results import Results, Tally
 
 #: What a run was taken with that changes which requests it sends (Results.meta keys), with
 #: the option that sets each: a baseline that differs is still used, with a warning.

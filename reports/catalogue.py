@@ -1,8 +1,8 @@
 """The requirement catalogue (``docs/requirements.md``), generated from the registry.
 
-    python -m reports.catalogue            # print it
-    python -m reports.catalogue --write    # rewrite docs/requirements.md (run from the repo root)
-    python -m reports.catalogue --check    # exit 1 when docs/requirements.md is out of date
+    python -m conformance.reports.catalogue            # print it
+    python -m conformance.reports.catalogue --write    # rewrite docs/requirements.md (run from the repo root)
+    python -m conformance.reports.catalogue --check    # exit 1 when docs/requirements.md is out of date
 
 ``tests/test_reports.py`` fails when the file and the registry disagree, so the catalogue
 cannot drift as requirements are added.
@@ -14,13 +14,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from conformance.contract import DEFAULT_CONTRACT, Contract
-from conformance.requirements import REGISTRY, Requirement, load_checks
-from conformance.spec import Spec, load_spec, specs_dir
-from reports.summary import LEVELS, areas_of
+from conformance.judging.checks import load_checks
+from conformance.judging.contract import DEFAULT_CONTRACT, Contract
+from conformance.judging.requirements import REGISTRY, Requirement
+from conformance.judging.spec import Spec, load_spec, specs_dir
+from conformance.reports.summary import LEVELS, areas_of
 
 DEFAULT_PATH = Path("docs/requirements.md")
-COMMAND = "python -m reports.catalogue --write"
+COMMAND = "python -m conformance.reports.catalogue --write"
 
 
 def _cell(text: str) -> str:
@@ -111,7 +112,9 @@ def render_catalogue() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Print, write or check the catalogue."""
-    parser = argparse.ArgumentParser(prog="python -m reports.catalogue", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m conformance.reports.catalogue", description=__doc__
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help="rewrite the catalogue file")
     mode.add_argument("--check", action="store_true", help="exit 1 when it is out of date")

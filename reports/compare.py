@@ -15,13 +15,13 @@ import json
 import sys
 from pathlib import Path
 
-from conformance.exceptions import ConformanceError
-from conformance.results import RESULTS_SCHEMA_VERSION, Results
-from reports.markdown import comparison_markdown
-from reports.matrix import Comparison, compare
-from reports.render import render
-from reports.schema import schema_errors
-from reports.summary import OFFERED_LEGEND
+from conformance.judging.exceptions import ConformanceError
+from conformance.judging.results import RESULTS_SCHEMA_VERSION, Results
+from conformance.reports.markdown import comparison_markdown
+from conformance.reports.matrix import Comparison, compare
+from conformance.reports.render import render
+from conformance.reports.schema import schema_errors
+from conformance.reports.summary import OFFERED_LEGEND
 
 PROG = "conformance-compare"
 EXIT_BAD_INPUT = 2

@@ -1,6 +1,6 @@
 """A realistic synthetic run, to preview the reports without a target.
 
-``python -m reports.demo OUTDIR`` writes every report of a made-up run against a faulty
+``python -m conformance.reports.demo OUTDIR`` writes every report of a made-up run against a faulty
 gateway. The exchanges go through ``Results.record`` as in a real run, so the evidence
 has the shape the suite produces (curl command, transcript timings, redacted headers).
 """
@@ -11,11 +11,12 @@ import argparse
 import json
 from pathlib import Path
 
-from conformance.case import Case
-from conformance.exchange import Exchange, Headers, SSEEvent
-from conformance.judging import RunRecord, decide
-from conformance.requirements import Context, Level, Requirement
-from conformance.results import Finding, Results
+from conformance.judging.case import Case
+from conformance.judging.exchange import Exchange, Headers, SSEEvent
+from conformance.judging.record import RunRecord
+from conformance.judging.requirements import Context, Level, Requirement
+from conformance.judging.results import Finding, Results
+from conformance.judging.verdict import decide
 
 URL = "https://gateway.example/v1/completions"
 
@@ -180,7 +181,7 @@ def demo_results(*, target: str = URL, failing: bool = True) -> Results:
         "suffix": {"outcome": "declined", "detail": "400 with the error envelope"},
     }
     results.meta["concurrency"] = 8
-    # The shape conformance/latency.py records for each streamed 200.
+    # The shape conformance/judging/latency.py records for each streamed 200.
     results.latency = [
         {
             "case": "stream n=1",
@@ -257,9 +258,9 @@ def demo_results(*, target: str = URL, failing: bool = True) -> Results:
 
 def main(argv: list[str] | None = None) -> int:
     """Write the demo run's reports into OUTDIR."""
-    from reports import write_all
+    from conformance.reports import write_all
 
-    parser = argparse.ArgumentParser(prog="python -m reports.demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m conformance.reports.demo", description=__doc__)
     parser.add_argument("outdir", type=Path)
     parser.add_argument("--passing", action="store_true", help="a run without failures")
     args = parser.parse_args(argv)

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from conformance.results import RESULTS_SCHEMA_VERSION, Results, Tally, latency_summary
-from reports.render import render
-from reports.summary import (
+from conformance.judging.results import RESULTS_SCHEMA_VERSION, Results, Tally, latency_summary
+from conformance.reports.render import render
+from conformance.reports.summary import (
     ERROR,
     FAILED,
     LEVELS,

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from conformance.results import Results, Tally
-from reports.summary import (
+from conformance.judging.results import Results, Tally
+from conformance.reports.summary import (
     ERROR,
     FAILED,
     NOT_TESTED,

@@ -9,8 +9,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from reports.matrix import FAIL, MISSING, PASS, SUITE_ERROR, UNTESTED, Cell, Comparison, Offer
-from reports.summary import OFFERED_LEGEND
+from conformance.reports.matrix import (
+    FAIL,
+    MISSING,
+    PASS,
+    SUITE_ERROR,
+    UNTESTED,
+    Cell,
+    Comparison,
+    Offer,
+)
+from conformance.reports.summary import OFFERED_LEGEND
 
 _ICON = {
     PASS: "✅ pass",

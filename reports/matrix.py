@@ -1,6 +1,6 @@
 """The comparison of several runs: requirement × target, capabilities side by side, scores.
 
-Pure data, no I/O and no markup: ``reports.compare`` loads the runs and renders this as
+Pure data, no I/O and no markup: ``conformance.reports.compare`` loads the runs and renders this as
 HTML or Markdown.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.results import Results, Tally, latency_summary
-from reports.summary import (
+from conformance.judging.results import Results, Tally, latency_summary
+from conformance.reports.summary import (
     ERROR,
     FAILED,
     NOT_TESTED,

@@ -21,12 +21,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from conformance.attribution import attribute
-from conformance.judging import RunRecord, ShardMismatch, Verdict, combine_shards, decide
-from conformance.results import Results
-from reports import write_all
-from reports.baseline import check_baseline, compare_to_baseline
-from reports.compare import InputError, load_results
+from conformance.judging.attribution import attribute
+from conformance.judging.record import RunRecord, ShardMismatch, combine_shards
+from conformance.judging.results import Results
+from conformance.judging.verdict import Verdict, decide
+from conformance.reports import write_all
+from conformance.reports.baseline import check_baseline, compare_to_baseline
+from conformance.reports.compare import InputError, load_results
 
 PROG = "conformance-merge"
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conformance.results import Results, Tally, latency_summary
-from reports.markdown import cell, table
-from reports.summary import (
+from conformance.judging.results import Results, Tally, latency_summary
+from conformance.reports.markdown import cell, table
+from conformance.reports.summary import (
     ERROR,
     FAILED,
     OFFERED_LEGEND,

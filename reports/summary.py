@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.judging import deciding_levels, verdict_word
-from conformance.requirements import AREAS, Level
-from conformance.results import Results, Tally
+from conformance.judging.requirements import AREAS, Level
+from conformance.judging.results import Results, Tally
+from conformance.judging.verdict import deciding_levels, verdict_word
 
 LEVELS = tuple(level.value for level in Level)
 
@@ -40,7 +40,7 @@ STATUS_LABELS = {
 
 def policies_of(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The suite policies in force for the run (``meta["policies"]``, the registry of
-    conformance/policies.py, also lists the errata applied: those are left out here)."""
+    conformance/judging/policies.py, also lists the errata applied: those are left out here)."""
     entries = meta.get("policies") or []
     return [dict(e) for e in entries if isinstance(e, Mapping) and e.get("kind") == "policy"]
 
@@ -208,7 +208,7 @@ def buckets_of(results: Results) -> Buckets:
     )
 
 
-#: What each evidence tier means (conformance.requirements.Requirement.evidence).
+#: What each evidence tier means (conformance.judging.requirements.Requirement.evidence).
 EVIDENCE = {
     "spec-schema": "spec schema",
     "spec-text": "spec text",
@@ -320,7 +320,7 @@ def scores(results: Results) -> dict[str, Score]:
     return out
 
 
-#: The outcomes of a capability probe (conformance/capabilities.py), in the order shown.
+#: The outcomes of a capability probe (conformance/judging/capabilities.py), in the order shown.
 OFFER_OUTCOMES = ("offered", "declined", "ignored", "broken")
 #: What the capability figure is, wherever it is shown.
 OFFERED_LEGEND = (

@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from conformance.results import RESULTS_SCHEMA_VERSION
-from conformance.traffic_judge import Snapshot
-from reports import write_all
-from reports.render import render
+from conformance.judging.results import RESULTS_SCHEMA_VERSION
+from conformance.judging.traffic_judge import Snapshot
+from conformance.reports import write_all
+from conformance.reports.render import render
 
 
 def render_traffic(verdict: Mapping[str, Any], *, refresh: int | None = None) -> str:

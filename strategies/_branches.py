@@ -18,8 +18,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.oracle import alternatives
-from strategies._schema import interval, types_of
+from conformance.judging.oracle import alternatives
+from conformance.strategies._schema import interval, types_of
 
 # Longest string a branch may force on us (beyond a cap) before it is not drawn at all.
 MAX_FORCED_LENGTH = 4096

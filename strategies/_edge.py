@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from conformance.case import MAY_REFUSE_TAG, Case
-from conformance.spec import Spec
-from strategies._branches import largest, smallest
-from strategies._requests import (
+from conformance.judging.case import MAY_REFUSE_TAG, Case
+from conformance.judging.spec import Spec
+from conformance.strategies._branches import largest, smallest
+from conformance.strategies._requests import (
     BEST_OF_MARGIN,
     MAX_CHOICES,
     STOP_CAPS,
@@ -22,7 +22,7 @@ from strategies._requests import (
     as_case,
     make_plan,
 )
-from strategies._schema import SchemaView, interval
+from conformance.strategies._schema import SchemaView, interval
 
 BASE_PROMPT = "Say hi"
 UNICODE_PROMPTS = (

@@ -1,6 +1,6 @@
 """schemathesis as a second, independent generator (opt-in: ``--fuzz N``, extra ``[fuzz]``).
 
-schemathesis reads the corrected document (conformance.validation.corrected_document) and
+schemathesis reads the corrected document (conformance.judging.validation.corrected_document) and
 generates by its own rules: its coverage phase (boundary values, wrong types, missing
 required fields, one per scenario) and its positive and negative modes. Each body is then
 classified by the suite's own oracle (openapi-core plus the stated cross-field rules), not
@@ -15,15 +15,14 @@ import itertools
 import json
 from typing import Any
 
-from conformance.case import Case
-from conformance.exceptions import ConformanceError
-from conformance.oracle import oracle_rules
-from conformance.spec import Spec
-from conformance.validation import corrected_document
-from strategies._cases import build_case
-from strategies._describe import describe, request_tags
-from strategies._draw import SEED_STRIDE, draw_some
-from strategies._requests import MAX_CHOICES, MAX_N
+from conformance.judging.case import Case
+from conformance.judging.exceptions import ConformanceError
+from conformance.judging.spec import Spec
+from conformance.judging.validation import corrected_document, oracle_rules
+from conformance.strategies._cases import build_case
+from conformance.strategies._describe import describe, request_tags
+from conformance.strategies._draw import SEED_STRIDE, draw_some
+from conformance.strategies._requests import MAX_CHOICES, MAX_N
 
 # Share of the N cases taken from schemathesis's coverage phase (the rest: fuzzing).
 COVERAGE_SHARE = 0.4
@@ -67,7 +66,7 @@ def _coverage_bodies(operation: Any, limit: int) -> list[Any]:
 
 def _fuzzed_bodies(operation: Any, count: int, seed: int) -> list[Any]:
     """Bodies from schemathesis's positive and negative strategies, alternately, each drawn
-    like the suite's own requests (strategies._draw: Hypothesis's public API, one seed per
+    like the suite's own requests (conformance.strategies._draw: Hypothesis's public API, one seed per
     index); a draw schemathesis rejects throughout is left out."""
     from schemathesis import GenerationMode
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.case import Case
-from conformance.oracle import (
+from conformance.judging.case import Case
+from conformance.judging.oracle import (
     BODY_NOT_JSON,
     BODY_TYPE,
     CROSS_BEST_OF_BELOW_N,
@@ -27,11 +27,11 @@ from conformance.oracle import (
     alternatives,
     broken_rules,
 )
-from conformance.policies import NULL_AS_DEFAULT
-from conformance.spec import Spec
-from strategies._describe import request_tags
-from strategies._requests import SAMPLE_PROMPTS, NoValidPrompt, make_plan
-from strategies._schema import (
+from conformance.judging.policies import NULL_AS_DEFAULT
+from conformance.judging.spec import Spec
+from conformance.strategies._describe import request_tags
+from conformance.strategies._requests import SAMPLE_PROMPTS, NoValidPrompt, make_plan
+from conformance.strategies._schema import (
     INT_FORMATS,
     SchemaView,
     array_bounds,

@@ -14,14 +14,21 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.case import Case, Mode
-from conformance.exceptions import ConformanceError
-from conformance.oracle import alternatives
-from conformance.policies import OPENAI_PROMPT_FORMS
-from conformance.spec import Spec
-from strategies._branches import PROMPT_FORMS, Branch, Caps, branch_values, branches, largest
-from strategies._describe import describe
-from strategies._schema import Interval, SchemaView, interval, types_of
+from conformance.judging.case import Case, Mode
+from conformance.judging.exceptions import ConformanceError
+from conformance.judging.oracle import alternatives
+from conformance.judging.policies import OPENAI_PROMPT_FORMS
+from conformance.judging.spec import Spec
+from conformance.strategies._branches import (
+    PROMPT_FORMS,
+    Branch,
+    Caps,
+    branch_values,
+    branches,
+    largest,
+)
+from conformance.strategies._describe import describe
+from conformance.strategies._schema import Interval, SchemaView, interval, types_of
 
 # Cost caps: a generated request asks for at most MAX_CHOICES completions of at most
 # max_tokens tokens each (prompts x max(n, best_of)).
@@ -110,7 +117,7 @@ class Plan:
     @property
     def base_prompt(self) -> Any:
         """A plain prompt the spec allows: "Say hi" if it may, else a branch's smallest."""
-        from strategies._branches import smallest
+        from conformance.strategies._branches import smallest
 
         strings = [b for b in self.prompt_branches if b.form == "string"]
         for branch in strings:
@@ -152,7 +159,7 @@ def prompt_branches(spec: Spec, view: SchemaView, caps: Caps) -> tuple[Branch, .
 
 def _accepted(view: SchemaView, branch: Branch, caps: Caps) -> bool:
     """Whether a value drawn at a branch's end passes the whole field schema."""
-    from strategies._branches import smallest
+    from conformance.strategies._branches import smallest
 
     value = smallest(branch, caps)
     return value is not None and view.accepts("prompt", value)
@@ -195,7 +202,7 @@ def make_plan(spec: Spec, *, model: str, max_tokens: int, vocab_size: int) -> Pl
     stop_items = None
     lists = [b for b in stop_branches if "array" in types_of(b.schema)]
     if lists:
-        from strategies._branches import item_range
+        from conformance.strategies._branches import item_range
 
         stop_items = item_range(lists[0].schema, MAX_STOP, True)
     text_branches = tuple(
@@ -394,7 +401,7 @@ def as_case(
     spec: Spec, body: dict[str, Any], mode: Mode = "valid", label: str | None = None
 ) -> Case:
     """A Case of ``body`` with its tags and a label, validated by :func:`build_case`."""
-    from strategies._cases import generated_case
+    from conformance.strategies._cases import generated_case
 
     return generated_case(spec, body, mode, label or describe(body))
 

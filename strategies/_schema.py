@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from conformance.oracle import alternatives, declared_default, request_schema_errors
-from conformance.spec import Spec
+from conformance.judging.oracle import alternatives, declared_default, request_schema_errors
+from conformance.judging.spec import Spec
 
 Schema = Mapping[str, Any]
 

@@ -15,15 +15,15 @@ import support
 from hypothesis import strategies as st
 from support import Targets
 
-import conformance.engine
-import conformance.scenarios  # noqa: F401
-from strategies import draw
+import conformance.run.engine
+import conformance.run.scenarios  # noqa: F401
+from conformance.strategies import draw
 
 # pytester's in-process runs drop the modules they imported. httpx maps httpcore's
 # exceptions through a table it fills on first use: if httpcore were first imported inside
 # one inner run, a later inner run would import it afresh and its ReadTimeout would no
 # longer match the table (it escapes unmapped). Importing it here keeps one httpcore.
-# Likewise the suite's scenarios: ``from conformance import scenarios`` (the suite's test
+# Likewise the suite's scenarios: ``from conformance.run import scenarios`` (the suite's test
 # modules) finds the module a previous inner run left on the package, bound to that run's
 # engine, whose ScenarioSkipped a re-imported engine would no longer catch.
 #

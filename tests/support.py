@@ -7,13 +7,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.case import Case
-from conformance.client import Client, Limits
-from conformance.exchange import Exchange
+from conformance.judging.case import Case
+from conformance.judging.checks import load_checks
+from conformance.judging.exchange import Exchange
+from conformance.judging.requirements import REGISTRY
+from conformance.judging.results import Finding, evaluate
+from conformance.judging.spec import Spec, load_spec
 from conformance.reference import ReferenceServer
-from conformance.requirements import REGISTRY, load_checks
-from conformance.results import Finding, evaluate
-from conformance.spec import Spec, load_spec
+from conformance.run.client import Client, Limits
 
 #: Whether this session runs the exhaustive tier (``-m exhaustive``, set by conftest.py):
 #: Hypothesis properties then draw their full example counts (see :func:`examples`).

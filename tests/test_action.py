@@ -166,7 +166,7 @@ def test_the_readme_action_example_runs_as_written(targets: Targets, tmp_path: P
     ],
 )
 def test_args_are_split_as_a_shell_user_expects(args: str, words: list[str]) -> None:
-    from conformance.gate import split_args
+    from conformance.front.gate import split_args
 
     split = split_args(args)
     assert any(split[i : i + len(words)] == words for i in range(len(split))), split

@@ -1,5 +1,5 @@
 """Attribution: a witness the target is shown to get wrong is no evidence for another
-requirement (conformance/attribution.py), on synthetic exchanges judged into Results.
+requirement (conformance/judging/attribution.py), on synthetic exchanges judged into Results.
 
 The fault corpus (tests/test_fault_corpus.py) runs the same shapes on the reference
 target: usage-completion-off-by-one and stream-logprobs-cumulative. LiteLLM's shapes of
@@ -19,17 +19,18 @@ import pytest
 from support import Targets, judge, target_args
 from synthetic import body_exchange, chunks_for, completion_for, req, stream_exchange
 
-from conformance.attribution import ATTRIBUTION, attribute
-from conformance.case import Case
-from conformance.checks.defaults import DEFAULT_MAX_TOKENS_TAG
-from conformance.checks.invariants import STREAM_TWIN_TAG
-from conformance.exchange import Exchange
+from conformance.front.plugin import SUITE_DIR
+from conformance.judging.attribution import ATTRIBUTION, attribute
+from conformance.judging.case import Case
+from conformance.judging.checks import load_checks
+from conformance.judging.checks.defaults import DEFAULT_MAX_TOKENS_TAG
+from conformance.judging.checks.invariants import STREAM_TWIN_TAG
+from conformance.judging.exchange import Exchange
 from conformance.judging.record import ScenarioRun
+from conformance.judging.requirements import REGISTRY
+from conformance.judging.results import Results
+from conformance.judging.spec import load_spec
 from conformance.judging.wire import exchange_from_wire
-from conformance.plugin import SUITE_DIR
-from conformance.requirements import REGISTRY, load_checks
-from conformance.results import Results
-from conformance.spec import load_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "real_targets"))
 import transcript

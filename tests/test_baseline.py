@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 from support import API_KEY, MODEL, Targets, target_args
 
-from conformance.assembly import BadInput, Setup
-from conformance.case import Case
-from conformance.engine import Settings
-from conformance.fingerprint import normalise_message, request_class
-from conformance.plugin import SUITE_DIR
-from conformance.results import Finding, Results
-from conformance.runner import assemble, run_suite
-from conformance.scenarios import BY_NAME
-from reports.baseline import check_baseline, compare_to_baseline
+from conformance.front.plugin import SUITE_DIR
+from conformance.front.runner import assemble, run_suite
+from conformance.judging.case import Case
+from conformance.judging.fingerprint import normalise_message, request_class
+from conformance.judging.results import Finding, Results
+from conformance.reports.baseline import check_baseline, compare_to_baseline
+from conformance.run.assembly import BadInput
+from conformance.run.scenarios import BY_NAME
+from conformance.run.session import Settings, Setup
 
 # The generated requests (they change with --seed and --max-examples), and the usage chunk
 # probes, which show the stream's usage defect at every seed (as in a default run).

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from support import MODEL, Targets, judge, target_args
 
-from conformance import capabilities as cap
-from conformance.case import Case
-from conformance.contract import Contract
-from conformance.exchange import Exchange, Headers
-from conformance.plugin import SUITE_DIR
-from conformance.requirements import load_checks
-from conformance.results import Finding, Results
-from conformance.spec import load_spec
+from conformance.front.plugin import SUITE_DIR
+from conformance.judging import capabilities as cap
+from conformance.judging.case import Case
+from conformance.judging.checks import load_checks
+from conformance.judging.contract import Contract
+from conformance.judging.exchange import Exchange, Headers
+from conformance.judging.results import Finding, Results
+from conformance.judging.spec import load_spec
 
 BASE = {"model", "prompt", "max_tokens", "temperature"}
 # What a probe may carry besides its one feature, because the feature needs it.

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from support import Targets, case, failed
 
-from conformance.case import Case
-from conformance.scenarios import across_words
+from conformance.judging.case import Case
+from conformance.run.scenarios import across_words
 
 FLAVORS = ("aihubmix", "nscale")
 LOGPROBS = {"logprobs": 2, "max_tokens": 6}

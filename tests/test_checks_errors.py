@@ -14,19 +14,21 @@ import pytest
 from support import API_KEY, MODEL, Targets, case, failed, judge
 from synthetic import body_exchange, req
 
-from conformance.case import Case
-from conformance.checks.errors import (
+from conformance.judging.case import Case
+from conformance.judging.checks import load_checks
+from conformance.judging.checks.errors import (
     AUTH_PROBES,
     auth_probes,
     bad_request_probes,
     unknown_model_probe,
 )
-from conformance.client import Client, Limits, RetryPolicy
-from conformance.engine import Run, Settings, status_summary
-from conformance.exchange import Exchange, Headers
-from conformance.requirements import REGISTRY, Level, load_checks
-from conformance.results import OBSERVED, Results
-from conformance.spec import Spec, load_spec
+from conformance.judging.exchange import Exchange, Headers
+from conformance.judging.requirements import REGISTRY, Level
+from conformance.judging.results import OBSERVED, Results
+from conformance.judging.spec import Spec, load_spec
+from conformance.run.client import Client, Limits, RetryPolicy
+from conformance.run.engine import Run, status_summary
+from conformance.run.session import Settings
 
 FLAVORS = ("aihubmix", "nscale")
 ROOT = Path(__file__).resolve().parents[1]
@@ -175,7 +177,7 @@ def test_always_rate_limited_stops_sending_and_reaches_no_verdict(targets: Targe
     judged = {rid for rid, t in item.results.tallies.items() if t.checked}
     assert judged <= {"RATE-LIMIT-ENVELOPE", "RETRY-AFTER-FORMAT"}
     assert item.results.spent == {"requests": 2, "tokens": 0, "retries": 1}
-    from conformance.plugin import raise_outcome
+    from conformance.front.plugin import raise_outcome
 
     with pytest.raises(pytest.skip.Exception, match="no verdict reached"):
         raise_outcome(item.outcome())

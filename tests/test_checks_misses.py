@@ -1,7 +1,7 @@
 """The misses of issue 20, judged on synthetic exchanges: each check both ways.
 
 The whole-suite proofs (a reference-target fault per requirement, both specs) are in the
-fault corpus (conformance/reference/proofs.py); these show each rule's edges cheaply.
+fault corpus (conformance/front/proofs.py); these show each rule's edges cheaply.
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ import pytest
 from support import failed, judge
 from synthetic import body_exchange, chunks_for, completion_for, req, stream_exchange
 
-from conformance.case import MAY_REFUSE_TAG, Case
-from conformance.checks.defaults import DEFAULT_MAX_TOKENS_TAG, default_max_tokens
-from conformance.checks.invariants import N_TWIN_TAG, STREAM_TWIN_TAG
-from conformance.exchange import Exchange, Headers
-from conformance.health import HEALTH_TAG, Health
-from conformance.results import Finding
-from conformance.spec import Spec, load_spec
+from conformance.judging.case import MAY_REFUSE_TAG, Case
+from conformance.judging.checks.defaults import DEFAULT_MAX_TOKENS_TAG, default_max_tokens
+from conformance.judging.checks.invariants import N_TWIN_TAG, STREAM_TWIN_TAG
+from conformance.judging.checks.liveness import HEALTH_TAG
+from conformance.judging.exchange import Exchange, Headers
+from conformance.judging.results import Finding
+from conformance.judging.spec import Spec, load_spec
+from conformance.run.health import Health
 
 
 @pytest.fixture(scope="module")
@@ -208,7 +209,7 @@ def test_no_probe_without_budget() -> None:
 
 @pytest.mark.parametrize("flavor", ["aihubmix", "nscale"])
 def test_edges_send_a_token_id_past_the_vocabulary_and_the_largest_id(flavor: str) -> None:
-    from strategies import edge_requests
+    from conformance.strategies import edge_requests
 
     edges = {c.label: c for c in edge_requests(load_spec(flavor), model="m", vocab_size=500)}
     past = edges["a token id just past the vocabulary (500, --vocab-size)"]

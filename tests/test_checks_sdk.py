@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from support import Targets, case, failed
 
-from conformance import sdk
-from conformance.case import Case
-from conformance.exchange import Exchange
+from conformance.judging.case import Case
+from conformance.judging.exchange import Exchange
+from conformance.run import sdk
 
 FLAVORS = ("aihubmix", "nscale")
 STREAM = {"stream": True, "n": 2, "stream_options": {"include_usage": True}}

@@ -17,14 +17,15 @@ from typing import Any
 import pytest
 from support import API_KEY, FAST_LIMITS, Target, Targets, case, failed, judge, must_failures
 
-from conformance.case import Case
-from conformance.checks.stream_text import corruption
-from conformance.checks.streaming import TWIN_TAG
-from conformance.client import Client, Limits
-from conformance.engine import Run, Settings
-from conformance.exchange import SSEEvent
-from conformance.latency import is_buffered, stream_latency
+from conformance.judging.case import Case
+from conformance.judging.checks.stream_text import corruption
+from conformance.judging.checks.streaming import TWIN_TAG
+from conformance.judging.exchange import SSEEvent
+from conformance.judging.latency import is_buffered, stream_latency
 from conformance.reference import FAULTS, TOLERATED
+from conformance.run.client import Client, Limits
+from conformance.run.engine import Run
+from conformance.run.session import Settings
 
 FLAVORS = ("aihubmix", "nscale")
 USAGE = {"stream_options": {"include_usage": True}}

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from support import Targets, target_args
 
-from conformance.plugin import SUITE_DIR
-from reports.merge import main as merge_main
+from conformance.front.plugin import SUITE_DIR
+from conformance.reports.merge import main as merge_main
 
 QUICK = ("-p", "no:cacheprovider", "--max-examples", "3")
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance import cli
-from conformance.verdict import EXIT_CODES
+from conformance.front import cli
+from conformance.judging.verdict import EXIT_CODES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,7 +44,7 @@ def test_help_shows_every_suite_option_and_every_exit_code(
     cli.main(["run", "-h"])
     page = capsys.readouterr().out
     recorder = cli._Recorder()
-    from conformance.options import add_options
+    from conformance.front.options import add_options
 
     add_options(recorder)  # type: ignore[arg-type]
     for names, _ in recorder.options:

@@ -17,10 +17,10 @@ import pytest
 from hostile_servers import MIB, HeldBySlowRequest, RawServer, Servers, endless_sse, gone, respond
 from support import API_KEY, MODEL, case
 
-from conformance.case import Case
-from conformance.client import Client, Limits, Pacer, RetryPolicy
-from conformance.exchange import Exchange
-from conformance.throttle import Throttle
+from conformance.judging.case import Case
+from conformance.judging.exchange import Exchange
+from conformance.run.client import Client, Limits, Pacer, RetryPolicy
+from conformance.run.throttle import Throttle
 
 LIMITS = Limits(ttfb=5.0, gap=2.0, total=5.0)
 OK = b'{"id": "cmpl-1", "object": "text_completion", "choices": []}'

@@ -27,9 +27,9 @@ from hostile_servers import (
 )
 from support import API_KEY, Targets, case, failed, judge
 
-from conformance.client import DECODE_PIECE, Client, Limits, decode_body
-from conformance.exchange import Exchange
-from conformance.spec import load_spec
+from conformance.judging.exchange import Exchange
+from conformance.judging.spec import load_spec
+from conformance.run.client import DECODE_PIECE, Client, Limits, decode_body
 
 LIMITS = Limits(ttfb=2.0, gap=2.0, total=5.0, max_bytes=1 * MIB, max_events=1000)
 OK_BODY = b'{"id": "cmpl-1", "object": "text_completion", "choices": []}'

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from conformance.results import Results
-from reports.compare import main
-from reports.markdown import cell
-from reports.matrix import FAIL, MISSING, PASS, UNTESTED, compare
+from conformance.judging.results import Results
+from conformance.reports.compare import main
+from conformance.reports.markdown import cell
+from conformance.reports.matrix import FAIL, MISSING, PASS, UNTESTED, compare
 
 
 def _tally(
@@ -124,8 +124,8 @@ def test_the_capability_figure_is_the_capability_tables(tmp_path: Path) -> None:
     row = page.split("<tr><td>Capabilities offered</td>", 1)[1].split("</tr>", 1)[0]
     assert "80%" in row and "(4/5; 1 broken)" in row and "100%" not in row, row
     # The single run's HTML headline and summary.md say the same.
-    from reports.html import render_html
-    from reports.run_summary import summary_markdown
+    from conformance.reports.html import render_html
+    from conformance.reports.run_summary import summary_markdown
 
     one = Results.from_json(_with_capabilities("broken", broken))
     figure = render_html(one).split('Capabilities offered</div><div class="v">', 1)[1]

@@ -14,14 +14,13 @@ import pytest
 from support import API_KEY, MODEL, Targets, failed, judge
 from synthetic import body_exchange, completion_for, req
 
-from conformance.assembly import Setup
-from conformance.case import Case
-from conformance.checks.window import advertised_window, over_window_probe
-from conformance.engine import Settings
-from conformance.judging import SkipCause
-from conformance.runner import Outcome, run_suite
-from conformance.scenarios import CONTEXT_WINDOW
-from conformance.spec import load_spec
+from conformance.front.runner import Outcome, run_suite
+from conformance.judging.case import Case
+from conformance.judging.checks.window import advertised_window, over_window_probe
+from conformance.judging.record import SkipCause
+from conformance.judging.spec import load_spec
+from conformance.run.scenarios import CONTEXT_WINDOW
+from conformance.run.session import Settings, Setup
 
 AIHUBMIX = load_spec("aihubmix")
 RID = "CONTEXT-WINDOW-REJECTED"

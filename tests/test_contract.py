@@ -1,4 +1,4 @@
-"""The contract a document is judged under (conformance/contract.py), end to end.
+"""The contract a document is judged under (conformance/judging/contract.py), end to end.
 
 OpenAI-compatible is the default contract: a document that declares OpenAI's fields under
 OpenAI's names promises OpenAI's meaning for them, so a server that breaks that meaning
@@ -12,15 +12,20 @@ from __future__ import annotations
 import pytest
 from support import API_KEY, MODEL, Targets
 
-from conformance.assembly import Setup
-from conformance.contract import OPENAI_TYPES, Contract, compatible, declared_types, json_types
-from conformance.engine import Settings
-from conformance.policies import header_lines
-from conformance.reference.proofs import CONTRACT_SHAPES, EXACT, TOLERANCE
-from conformance.runner import Outcome, run_suite
-from conformance.spec import load_spec
+from conformance.front.proofs import CONTRACT_SHAPES, EXACT, TOLERANCE
+from conformance.front.runner import Outcome, run_suite
+from conformance.judging.contract import (
+    OPENAI_TYPES,
+    Contract,
+    compatible,
+    declared_types,
+    json_types,
+)
+from conformance.judging.spec import load_spec
+from conformance.judging.spec_notes import header_lines
+from conformance.run.session import Settings, Setup
 
-#: Issue 25's defect shapes by fault (conformance/reference/proofs.py CONTRACT_SHAPES).
+#: Issue 25's defect shapes by fault (conformance/front/proofs.py CONTRACT_SHAPES).
 SHAPES = {fault: shape for shape, fault in CONTRACT_SHAPES}
 
 

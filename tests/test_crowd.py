@@ -24,13 +24,14 @@ import pytest
 from hostile_servers import HeldBySlowRequest, Servers
 from support import API_KEY, MODEL, case
 
-from conformance.case import Case
-from conformance.client import Client, Limits
-from conformance.engine import Run, Sent, Settings
-from conformance.health import HEALTH_TAG
+from conformance.judging.case import Case
+from conformance.judging.checks.liveness import HEALTH_TAG
+from conformance.judging.results import SENT_ALONE
+from conformance.judging.spec import load_spec
 from conformance.reference import ReferenceServer
-from conformance.results import SENT_ALONE
-from conformance.spec import load_spec
+from conformance.run.client import Client, Limits
+from conformance.run.engine import Run
+from conformance.run.session import Sent, Settings
 
 
 @pytest.fixture
@@ -155,8 +156,8 @@ def test_the_request_in_flight_when_the_target_died_is_named() -> None:
 def test_the_requests_answered_alone_reach_the_run_and_its_closing_lines() -> None:
     """Items' entries are concatenated when the run merges them; the closing lines count
     them and name each holder once."""
-    from conformance.results import Results
-    from conformance.terminal import sent_alone_lines
+    from conformance.front.terminal import sent_alone_lines
+    from conformance.judging.results import Results
 
     held = "'n:maximum: n=129' {\"n\": 129}"
     run, first, second = Results(), Results(), Results()

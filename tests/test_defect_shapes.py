@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from conformance.checks import logprobs
+from conformance.judging.checks import logprobs
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))

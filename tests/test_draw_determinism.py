@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 DRAW = """
 import json, sys, threading
-from conformance.spec import load_spec
-from strategies import draw, valid_requests
+from conformance.judging.spec import load_spec
+from conformance.strategies import draw, valid_requests
 
 seed, threaded = int(sys.argv[1]), sys.argv[2] == "thread"
 out = {}

@@ -14,16 +14,17 @@ from typing import Any
 import pytest
 from support import API_KEY, MODEL, Targets, case
 
-from conformance.assembly import Setup
-from conformance.client import Client
-from conformance.engine import Run, Settings, record_of
-from conformance.judging import ScenarioRun, SkipCause
-from conformance.requirements import REGISTRY, load_checks
-from conformance.results import Results, Tally
-from conformance.runner import run_suite
-from conformance.scenarios import SCENARIOS, UNKNOWN_MODEL
-from conformance.spec import load_spec
-from conformance.verdict import EXIT_CODES, coverage, decide
+from conformance.front.runner import run_suite
+from conformance.judging.checks import load_checks
+from conformance.judging.record import ScenarioRun, SkipCause
+from conformance.judging.requirements import REGISTRY
+from conformance.judging.results import Results, Tally
+from conformance.judging.spec import load_spec
+from conformance.judging.verdict import EXIT_CODES, coverage, decide
+from conformance.run.client import Client
+from conformance.run.engine import Run
+from conformance.run.scenarios import SCENARIOS, UNKNOWN_MODEL
+from conformance.run.session import Settings, Setup, record_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,9 +38,9 @@ class NoPytest(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, NoPytest())
-from conformance.assembly import Setup
-from conformance.runner import run_suite
-from conformance.engine import Settings
+from conformance.run.session import Setup
+from conformance.front.runner import run_suite
+from conformance.run.session import Settings
 
 outcome = run_suite(Setup(spec="nscale", settings=Settings(max_examples=2, concurrency=4)))
 print(json.dumps({
@@ -286,7 +287,7 @@ def test_failure_beats_incomplete_and_rate_limits_give_no_verdict() -> None:
 
 
 def test_required_capabilities_fail_the_run() -> None:
-    """Through conformance.capabilities.unmet: declined and never-probed both fail the gate."""
+    """Through conformance.judging.capabilities.unmet: declined and never-probed both fail the gate."""
     results = _results()
     results.capabilities = {
         "echo": {"outcome": "offered", "detail": ""},
@@ -305,8 +306,8 @@ def test_a_skipped_scenario_records_its_reason(targets: Targets) -> None:
     target = targets.get("aihubmix")
     keyless = Client(target.server.url)
     run = Run(Settings(), target.spec, keyless)
-    from conformance.engine import play
-    from conformance.scenarios import AUTH_PROBES
+    from conformance.run.engine import play
+    from conformance.run.scenarios import AUTH_PROBES
 
     item = run.item()
     try:
@@ -330,7 +331,7 @@ def test_tally_defaults_mean_not_tested() -> None:
 
 def test_a_broken_scenario_is_an_error_not_a_pass() -> None:
     """A defect of the suite ends the engine run with 'error' (exit 3), never 'passed'."""
-    from conformance.scenarios import Scenario
+    from conformance.run.scenarios import Scenario
 
     def broken(run: Run, _: Any) -> list[Any]:
         raise RuntimeError("a bug in a scenario")
@@ -345,8 +346,8 @@ def test_a_broken_scenario_is_an_error_not_a_pass() -> None:
 def test_a_run_is_told_as_typed_events() -> None:
     """RunStarted, an ExchangeJudged per judged request, a ScenarioFinished per item (with
     why, when it did not run), RunFinished last with the verdict the core decided."""
-    from conformance.events import ExchangeJudged, RunFinished, RunStarted, ScenarioFinished
-    from conformance.scenarios import DEEP_FUZZ
+    from conformance.judging.events import ExchangeJudged, RunFinished, RunStarted, ScenarioFinished
+    from conformance.run.scenarios import DEEP_FUZZ
 
     heard: list[Any] = []
     outcome = run_suite(Setup(), scenarios=(UNKNOWN_MODEL, DEEP_FUZZ), listeners=[heard.append])

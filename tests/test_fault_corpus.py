@@ -1,6 +1,6 @@
 """The fault corpus: every requirement proven to fail on its fault, and exactly what fails.
 
-For each fault of conformance/reference/proofs.py and each flavor, the whole suite runs
+For each fault of conformance/front/proofs.py and each flavor, the whole suite runs
 against the reference target with that one fault on; the requirements that fail, at any
 level, must be exactly the recorded set (``EXACT``), which holds each proof's requirement
 (a CAPABILITY one is reported unsupported instead). Every legal variation must produce no
@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from support import Targets, target_args
 
-from conformance.plugin import SUITE_DIR
-from conformance.reference.proofs import (
+from conformance.front.plugin import SUITE_DIR
+from conformance.front.proofs import (
     EXACT,
     FLAVORS,
     PROOFS,
@@ -33,7 +33,8 @@ from conformance.reference.proofs import (
     runs,
     unknown_faults,
 )
-from conformance.requirements import REGISTRY, load_checks
+from conformance.judging.checks import load_checks
+from conformance.judging.requirements import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -95,7 +96,7 @@ def test_fault_fails_exactly_its_requirements(
     assert failed == expected, (
         f"{fault} under {flavor}: newly failing {sorted(failed - expected)}, "
         f"no longer failing {sorted(expected - failed)} (if on purpose: "
-        "python -m conformance.reference.proofs --measure, then --write)"
+        "python -m conformance.front.proofs --measure, then --write)"
     )
     for proof in PROOFS:
         if proof.key != (fault, args) or proof.flavor != flavor:
@@ -145,7 +146,7 @@ def test_proof_table_is_up_to_date() -> None:
     load_checks()
     levels = {rid: r.level.value for rid, r in REGISTRY.items()}
     assert (ROOT / "docs" / "proof.md").read_text() == render_proof_table(levels), (
-        "docs/proof.md is stale: run python -m conformance.reference.proofs --write"
+        "docs/proof.md is stale: run python -m conformance.front.proofs --write"
     )
 
 

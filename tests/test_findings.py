@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from conformance.case import Case
-from conformance.exchange import Exchange, Headers
-from conformance.fingerprint import normalise_path
-from conformance.requirements import (
+from conformance.judging.case import Case
+from conformance.judging.exchange import Exchange, Headers
+from conformance.judging.fingerprint import normalise_path
+from conformance.judging.requirements import (
     REGISTRY,
     Context,
     Level,
@@ -20,20 +20,20 @@ from conformance.requirements import (
     Violation,
     requirement,
 )
-from conformance.results import (
+from conformance.judging.results import (
     MAX_FINGERPRINTS,
     Finding,
     Results,
     case_key,
     evaluate,
 )
-from conformance.spec import load_spec
-from reports.baseline import check_baseline, compare_to_baseline
-from reports.html import render_html
-from reports.junit import build_junit
-from reports.run_summary import summary_markdown
-from reports.schema import schema_errors
-from reports.summary import verdict_of
+from conformance.judging.spec import load_spec
+from conformance.reports.baseline import check_baseline, compare_to_baseline
+from conformance.reports.html import render_html
+from conformance.reports.junit import build_junit
+from conformance.reports.run_summary import summary_markdown
+from conformance.reports.schema import schema_errors
+from conformance.reports.summary import verdict_of
 
 
 def _exchange(label: str = "text prompt, n=2", breaks: str | None = None) -> Exchange:
@@ -256,7 +256,7 @@ def test_check_baseline_refuses_another_spec_and_warns_on_another_model() -> Non
 
 
 def test_baseline_line_counts_fingerprints_and_names_their_requirements() -> None:
-    from reports.baseline import baseline_line
+    from conformance.reports.baseline import baseline_line
 
     diff = compare_to_baseline(_run("a[1]", "b"), _run("a[2]", "c"))
     assert baseline_line(diff.to_json()) == (

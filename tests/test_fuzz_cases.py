@@ -1,11 +1,11 @@
-"""strategies.fuzz_cases: schemathesis's generation, classified by the suite's oracle."""
+"""conformance.strategies.fuzz_cases: schemathesis's generation, classified by the suite's oracle."""
 
 from __future__ import annotations
 
 import pytest
 
-from conformance.spec import BUILTIN_SPECS, load_spec
-from strategies import fuzz_cases, oracle_rules
+from conformance.judging.spec import BUILTIN_SPECS, load_spec
+from conformance.strategies import fuzz_cases, oracle_rules
 
 pytest.importorskip("schemathesis")
 
@@ -42,8 +42,8 @@ def test_integral_floats_and_open_counts_are_read_as_the_request_means_them() ->
     are JSON Schema integers (valid), served as such, and were judged as if absent
     (CHOICES-COUNT and LOGPROBS-PRESENCE false alarms); a negative ``n`` (valid under
     Nscale) made CHOICES-COUNT expect a negative count."""
-    from conformance.case import Case
-    from conformance.checks.logprobs import requested_logprobs
+    from conformance.judging.case import Case
+    from conformance.judging.checks.logprobs import requested_logprobs
 
     assert Case({"n": 3.0}).n == 3 and Case({"n": 2}).n == 2
     assert Case({"n": True}).n == 1 and Case({"n": 2.5}).n == 1
@@ -56,10 +56,10 @@ def test_integral_floats_and_open_counts_are_read_as_the_request_means_them() ->
 @pytest.mark.parametrize("spec", ["aihubmix", "nscale"])
 def test_reference_target_answers_to_integral_floats_pass_every_check(spec: str) -> None:
     from conformance import judge
-    from conformance.case import Case
-    from conformance.client import Client
+    from conformance.judging.case import Case
+    from conformance.judging.requirements import REGISTRY, Level
     from conformance.reference import ReferenceServer
-    from conformance.requirements import REGISTRY, Level
+    from conformance.run.client import Client
 
     loaded = load_spec(spec)
     body = {"model": "reference-model", "prompt": ["a", "b"], "max_tokens": 4.0, "n": 2.0}

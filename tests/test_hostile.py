@@ -29,11 +29,11 @@ from hostile_servers import (
 )
 from support import API_KEY, MODEL, Targets, case, failed, judge
 
-from conformance.client import Client, Limits
-from conformance.exchange import Exchange
-from conformance.plugin import SUITE_DIR
-from conformance.results import Finding
-from conformance.spec import load_spec
+from conformance.front.plugin import SUITE_DIR
+from conformance.judging.exchange import Exchange
+from conformance.judging.results import Finding
+from conformance.judging.spec import load_spec
+from conformance.run.client import Client, Limits
 
 # Bounds wide enough that a head or an event 50 ms apart never meets them on a loaded CI
 # machine (0.5 s did: a late head read as a first-byte time-out, not the gap under test).

@@ -1,74 +1,61 @@
-"""Imports point down only: judge core <- generator <- engine <- runner and reports.
+"""The import graph of the installed package: every arrow points down, and there is no cycle.
 
-Every import in the package (also those inside functions, which the code uses to stay
-cheap to import) is parsed with ``ast`` and checked against the layer of its module, so a
-new upward import fails here instead of growing a cycle. ARCHITECTURE.md draws the layers.
+Every module of ``conformance`` (with ``conformance.strategies`` and ``conformance.reports``,
+which live in the repository's top-level ``strategies/`` and ``reports/``) is parsed with
+``ast``; every import (also those inside functions, which the code uses to stay cheap to
+import) is an arrow to the module it names. A module may import its own layer and those
+below it, and the graph of arrows has no cycle. ARCHITECTURE.md draws the layers.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+import pytest
 
-#: Layer of each module, by the longest matching dotted prefix; a module may import its
-#: own layer and those below it.
-LAYERS = {
-    "conformance": 0,  # the judge core: what is not listed below
-    "strategies": 1,  # the request generator
-    "conformance.engine": 2,
-    "conformance.item": 2,
-    "conformance.scenarios": 2,
-    "conformance.schedule": 2,
-    "conformance.preflight": 2,
-    "conformance.assembly": 2,
-    "conformance.option_values": 2,  # checks a Setup before assembly
-    "conformance.reference": 2,  # the embedded target: validates with the core and generator
-    "conformance.reference.proofs": 3,  # runs the suite against every fault
-    "conformance.reference.proof_table": 3,  # renders docs/proof.md, measures EXACT
-    "conformance.runner": 3,
-    "conformance.plugin": 3,
-    "conformance.options": 3,
-    "conformance.arguments": 3,  # the command line's words that are not the suite's
-    "conformance.terminal": 3,
-    "conformance.cli": 3,
-    "conformance.gate": 3,  # the CI gate (GitHub Action): shards, merge, job summary
-    "conformance.traffic_cli": 3,  # judge FILE...: reads traffic, writes the reports
-    "conformance.proxy": 3,  # the judging reverse proxy: judges, serves, writes the reports
-    "conformance.forward": 3,  # the proxy's forwarding process
-    "conformance.__main__": 3,
-    "conformance.test_": 3,  # the pytest suite
-    "reports": 3,
-}
-NAMES = {0: "judge core", 1: "generator", 2: "engine", 3: "runner/reports"}
-#: The package's face (conformance/__init__.py) re-exports from every layer.
-FACADE = "conformance"
-#: Upward imports not yet removed, each with why it is still there. Shrink, never grow.
-KNOWN: set[tuple[str, str]] = set()
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "conformance"
+
+#: The layers, bottom first: a subpackage of ``conformance`` each. The package's own
+#: modules (the public face ``__init__``, ``__main__`` and the pytest suite ``test_*``)
+#: sit on top of them all.
+LAYERS = ("judging", "strategies", "reference", "run", "reports", "front")
+TOP = len(LAYERS)
 
 
 def layer(module: str) -> int:
-    def under(prefix: str) -> bool:
-        if prefix.endswith("_"):
-            return module.startswith(prefix)
-        return module == prefix or module.startswith(prefix + ".")
-
-    return LAYERS[max(filter(under, LAYERS), key=len)]
+    parts = module.split(".")
+    if len(parts) > 1 and parts[1] in LAYERS:
+        return LAYERS.index(parts[1])
+    return TOP
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
+def layer_name(module: str) -> str:
+    index = layer(module)
+    return LAYERS[index] if index < TOP else "the package's face"
 
 
-def imports(path: Path, module: str) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+def modules() -> dict[str, Path]:
+    """Every module of the installed package, by dotted name (symlinked folders followed)."""
+    found = {}
+    for folder, _dirs, files in os.walk(PACKAGE, followlinks=True):
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            parts = list(Path(folder, name).relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = Path(folder, name)
+    return found
+
+
+def imports(path: Path, module: str, known: set[str]) -> set[str]:
+    """The modules of the package that ``module`` (at ``path``) imports."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -76,54 +63,119 @@ def imports(path: Path, module: str) -> set[str]:
             if node.level:
                 parent = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*parent, base] if base else parent)
-            found.add(base)
-            # ``from conformance import scenarios`` imports a submodule.
-            found |= {f"{base}.{alias.name}" for alias in node.names}
+            for alias in node.names:
+                # ``from conformance.run import engine`` imports the submodule, not the package.
+                sub = f"{base}.{alias.name}"
+                found.add(sub if sub in known else base)
     return {
         name for name in found if name.split(".")[0] in ("conformance", "strategies", "reports")
     }
 
 
-def modules() -> list[tuple[str, Path]]:
-    files = [p for d in ("conformance", "strategies", "reports") for p in (ROOT / d).rglob("*.py")]
-    return sorted((module_name(p), p) for p in files)
+def graph() -> dict[str, set[str]]:
+    every = modules()
+    known = set(every)
+    return {name: imports(path, name, known) - {name} for name, path in every.items()}
 
 
-def upward() -> set[tuple[str, str]]:
-    known_modules = {name for name, _ in modules()}
-    out = set()
-    for name, path in modules():
-        if name == FACADE:
+def cycles(arrows: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(arrows):
+        if root in index:
             continue
-        for target in imports(path, name):
-            if target not in known_modules:
-                continue  # ``from conformance import X`` where X is a name, not a module
-            if layer(target) > layer(name):
-                out.add((name, target))
-    return out
+        work = [(root, iter(sorted(arrows[root] & arrows.keys())))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, targets = work[-1]
+            step = next(targets, None)
+            if step is not None:
+                if step not in index:
+                    index[step] = low[step] = len(index)
+                    stack.append(step)
+                    on_stack.add(step)
+                    work.append((step, iter(sorted(arrows[step] & arrows.keys()))))
+                elif step in on_stack:
+                    low[node] = min(low[node], index[step])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def upward(arrows: dict[str, set[str]]) -> list[tuple[str, str]]:
+    return sorted(
+        (name, target)
+        for name, targets in arrows.items()
+        for target in targets
+        if target in arrows and layer(target) > layer(name)
+    )
+
+
+def test_every_module_is_read() -> None:
+    every = modules()
+    # The folders reached through the symlinks count, and every file under the package is in.
+    assert "conformance.strategies._draw" in every and "conformance.reports.merge" in every
+    files = sum(
+        1 for _ in PACKAGE.rglob("*.py") if "strategies" not in _.parts and "reports" not in _.parts
+    )
+    assert len([m for m in every if layer(m) not in (1, 4)]) == files
 
 
 def test_imports_point_down_only() -> None:
-    found = upward()
-    new = sorted(found - KNOWN)
-    assert not new, "\n".join(
-        f"{a} ({NAMES[layer(a)]}) imports {b} ({NAMES[layer(b)]})" for a, b in new
+    found = upward(graph())
+    assert not found, "\n".join(
+        f"{a} ({layer_name(a)}) imports {b} ({layer_name(b)}), a layer above it" for a, b in found
     )
-    assert not (KNOWN - found), f"no longer needed, remove from KNOWN: {sorted(KNOWN - found)}"
 
 
-def test_the_judge_core_imports_no_generator_engine_runner_or_report() -> None:
-    core = {
-        target
-        for name, path in modules()
-        if name.startswith("conformance.judging")
-        for target in imports(path, name)
-    }
-    assert all(layer(t) == 0 for t in core), sorted(t for t in core if layer(t))
+def test_the_import_graph_has_no_cycle() -> None:
+    found = cycles(graph())
+    assert not found, "\n".join("cycle: " + " <-> ".join(c) for c in found)
 
 
-def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:
-    probe = ROOT / "conformance" / "judging" / "verdict.py"
-    assert "conformance.judging.record" in imports(probe, "conformance.judging.verdict")
-    assert layer("conformance.judging.verdict") == 0 and layer("reports.merge") == 3
-    assert layer("conformance.test_completions") == 3 and layer("strategies._cases") == 1
+def test_nothing_imports_the_generic_top_level_names() -> None:
+    # The wheel installs conformance.strategies and conformance.reports only: a bare
+    # ``import strategies`` would work in a checkout and fail once installed.
+    files = [*modules().values(), *ROOT.glob("tests/**/*.py"), *ROOT.glob("tools/**/*.py")]
+    files += [*ROOT.glob("benchmarks/**/*.py")]
+    bare = sorted(
+        f"{path.relative_to(ROOT)}: {target}"
+        for path in files
+        for target in imports(path, "x.y", set())
+        if target.split(".")[0] in ("strategies", "reports")
+    )
+    assert not bare, "\n".join(bare)
+
+
+def test_the_checker_sees_an_upward_arrow_and_a_cycle() -> None:
+    assert layer("conformance.judging.verdict") == 0 and layer("conformance.reports.merge") == 4
+    assert layer("conformance.test_completions") == TOP
+    assert upward({"conformance.judging.a": {"conformance.run.b"}, "conformance.run.b": set()})
+    loop = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(loop) == [["a", "b", "c"]]
+    verdict = PACKAGE / "judging" / "verdict.py"
+    every = set(modules())
+    assert "conformance.judging.record" in imports(verdict, "conformance.judging.verdict", every)
+
+
+@pytest.mark.parametrize("name", LAYERS)
+def test_each_layer_is_a_folder(name: str) -> None:
+    assert (PACKAGE / name / "__init__.py").is_file()

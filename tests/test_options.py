@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 from support import Targets, target_args
 
-from conformance.assembly import BadInput, Setup, assemble
-from conformance.client import Limits
-from conformance.engine import Settings
-from conformance.plugin import SUITE_DIR
+from conformance.front.plugin import SUITE_DIR
+from conformance.run.assembly import BadInput, assemble
+from conformance.run.client import Limits
+from conformance.run.session import Settings, Setup
 
 
 class Counting(ThreadingHTTPServer):
@@ -135,7 +135,7 @@ def test_bad_pacing_and_headers_are_one_line(
 
 def test_good_values_at_their_bounds_are_accepted() -> None:
     """The smallest accepted values pass the check (they are not bad input)."""
-    from conformance import option_values
+    from conformance.run import option_values
 
     settings = Settings(
         max_examples=1, max_tokens=1, vocab_size=1, budget_requests=1, budget_tokens=1, fuzz=0
@@ -145,8 +145,8 @@ def test_good_values_at_their_bounds_are_accepted() -> None:
 
 
 def test_capability_names_cover_every_probe_and_family() -> None:
-    from conformance import option_values
-    from conformance.spec import load_spec
+    from conformance.judging.spec import load_spec
+    from conformance.run import option_values
 
     names = option_values.capability_names(load_spec("aihubmix"))
     assert {"echo", "logprobs", "logprobs:max", "n", "best_of", "prompt", "prompt:tokens"} <= set(
@@ -290,6 +290,6 @@ def test_fuzz_without_schemathesis_is_bad_input_before_any_request(
 
 def test_fuzz_with_schemathesis_is_no_problem() -> None:
     pytest.importorskip("schemathesis")
-    from conformance.option_values import fuzz_problem
+    from conformance.run.option_values import fuzz_problem
 
     assert fuzz_problem(5) is None and fuzz_problem(0) is None

@@ -41,11 +41,20 @@ def test_wheel_carries_packages_specs_and_entry_point(wheel: Path) -> None:
     assert "conformance/_specs/aihubmix.yaml" in names
     assert "conformance/_specs/openai.yaml" in names
     assert "conformance/py.typed" in names  # the public API is typed for its users
-    assert any(n.startswith("strategies/") for n in names)
-    assert any(n.startswith("reports/") and n.endswith(".j2") for n in names)
+    # One top-level package: the generator and the reports are installed inside it, under
+    # names that cannot collide with another distribution's (``strategies``, ``reports``).
+    assert {n.split("/")[0] for n in names if "/" in n} == {
+        "conformance",
+        "completions_conformance-0.1.0.dist-info",
+    }
+    assert "conformance/strategies/_draw.py" in names
+    assert "conformance/strategies/py.typed" in names and "conformance/reports/py.typed" in names
+    assert any(n.startswith("conformance/reports/") and n.endswith(".j2") for n in names)
+    # Each file once: the checkout's symlinks are not followed into a second copy.
+    assert len(names) == len(set(names))
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
-    assert "[pytest11]" in text and "conformance = conformance.plugin" in text
+    assert "[pytest11]" in text and "conformance = conformance.front.plugin" in text
     assert not any(n.startswith("tests/") for n in names)
 
 
@@ -74,7 +83,7 @@ def test_installed_copy_runs_the_suite_from_elsewhere(wheel: Path, tmp_path: Pat
         [
             sys.executable,
             "-c",
-            "from conformance.spec import load_spec; print(load_spec('nscale').path)",
+            "from conformance.judging.spec import load_spec; print(load_spec('nscale').path)",
         ],
         cwd=elsewhere,
         env=env,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from support import API_KEY, Targets, target_args
 
-from conformance.plugin import SUITE_DIR
+from conformance.front.plugin import SUITE_DIR
 
 QUICK = ("-p", "no:cacheprovider", "--max-examples", "4")
 
@@ -185,7 +185,7 @@ def test_collect_only_sends_no_request(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """--collect-only lists the items; the up-front queue (concurrency > 1) is not started."""
-    from conformance.client import Client
+    from conformance.run.client import Client
 
     sent: list[str] = []
     original = Client.send
@@ -207,8 +207,8 @@ REWRITE_PROBE = """
 import sys
 
 def pytest_sessionfinish(session):
-    for name in ("hypothesis.core", "anyio.to_thread", "conformance.engine",
-                 "conformance.sdk", "conformance.test_completions"):
+    for name in ("hypothesis.core", "anyio.to_thread", "conformance.run.engine",
+                 "conformance.run.sdk", "conformance.test_completions"):
         rewritten = "@pytest_ar" in vars(sys.modules[name])
         print(f"probe: {name} rewritten={rewritten}")
 """
@@ -228,8 +228,8 @@ def test_the_suite_runs_library_code_without_assertion_rewriting(
         [
             "*probe: hypothesis.core rewritten=False",
             "*probe: anyio.to_thread rewritten=False",
-            "*probe: conformance.engine rewritten=False",
-            "*probe: conformance.sdk rewritten=False",
+            "*probe: conformance.run.engine rewritten=False",
+            "*probe: conformance.run.sdk rewritten=False",
             "*probe: conformance.test_completions rewritten=True",
         ]
     )

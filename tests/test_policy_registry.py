@@ -11,13 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from conformance.assembly import Setup
-from conformance.engine import Settings
-from conformance.errata import ERRATA
-from conformance.plugin import SUITE_DIR
-from conformance.policies import POLICIES
-from conformance.runner import run_suite
-from conformance.spec import load_spec
+from conformance.front.plugin import SUITE_DIR
+from conformance.front.runner import run_suite
+from conformance.judging.errata import ERRATA
+from conformance.judging.policies import POLICIES
+from conformance.judging.spec import load_spec
+from conformance.run.session import Settings, Setup
 
 POLICY_IDS = [p.id for p in POLICIES]
 

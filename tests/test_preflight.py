@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from support import API_KEY, MODEL, Targets
 
-from conformance.client import Client
-from conformance.options import SUITE_DIR
-from conformance.preflight import PreflightFailed, base_url, preflight
+from conformance.front.options import SUITE_DIR
+from conformance.run.client import Client
+from conformance.run.preflight import PreflightFailed, base_url, preflight
 
 
 def test_a_base_url_with_the_spec_prefix_is_used_once_and_reported() -> None:

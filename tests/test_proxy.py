@@ -26,12 +26,12 @@ import httpx
 import pytest
 
 from conformance import Settings, Setup, run_suite
-from conformance.proxy import LIVE, ProxyServer
+from conformance.front.proofs import EXACT
+from conformance.front.proxy import LIVE, ProxyServer
+from conformance.front.traffic_cli import main as judge_main
+from conformance.judging.spec import load_spec
+from conformance.judging.traffic_judge import UNOBSERVABLE
 from conformance.reference import ReferenceServer
-from conformance.reference.proofs import EXACT
-from conformance.spec import load_spec
-from conformance.traffic_cli import main as judge_main
-from conformance.traffic_judge import UNOBSERVABLE
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "sk-proxy-test-0123456789abcdef"
@@ -138,7 +138,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         live = httpx.get(url + LIVE + "/verdict.json").json()
         page = httpx.get(url + LIVE + "/").text
         snapshot = proxy.stop()
-    from reports.traffic import write_traffic_reports
+    from conformance.reports.traffic import write_traffic_reports
 
     write_traffic_reports(snapshot, out / "live")
     yield {"outcome": outcome, "snapshot": snapshot, "live": live, "page": page, "dir": out}

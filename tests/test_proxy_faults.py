@@ -23,14 +23,14 @@ import httpx
 import pytest
 
 from conformance import Settings, Setup, run_suite
-from conformance.client import Limits
-from conformance.proxy import LIVE, ProxyServer
+from conformance.front.proofs import EXACT
+from conformance.front.proxy import LIVE, ProxyServer
+from conformance.judging.spec import load_spec
+from conformance.judging.traffic_judge import UNOBSERVABLE
 from conformance.reference import ReferenceServer
-from conformance.reference.proofs import EXACT
 from conformance.reference.registry import REGISTRY
-from conformance.scenarios import SCENARIOS
-from conformance.spec import load_spec
-from conformance.traffic_judge import UNOBSERVABLE
+from conformance.run.client import Limits
+from conformance.run.scenarios import SCENARIOS
 
 KEY = "sk-proxy-faults-0123456789"
 BY_NAME = {s.name: s for s in SCENARIOS}

@@ -16,10 +16,10 @@ import pytest
 from hostile_servers import Servers, respond
 from support import API_KEY, MODEL, Targets, case
 
-from conformance.client import Client, Pacer, RetryPolicy
-from conformance.engine import EXIT_NO_VERDICT
-from conformance.plugin import SUITE_DIR
-from conformance.resend import backoff
+from conformance.front.plugin import SUITE_DIR
+from conformance.run.client import Client, Pacer, RetryPolicy
+from conformance.run.engine import EXIT_NO_VERDICT
+from conformance.run.resend import backoff
 
 QUICK = ("-p", "no:cacheprovider", "--max-examples", "3")
 OK = b'{"id": "cmpl-1", "object": "text_completion", "choices": []}'
@@ -179,13 +179,13 @@ PROBE = """
 import os
 from pathlib import Path
 
-from conformance.case import Case
+from conformance.judging.case import Case
 
 def test_probe(conformance):
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     Path(os.environ["PACE_OUT"], worker).write_text(str(conformance.run.client.pacer.interval))
     conformance.send(Case({"model": "reference-model", "prompt": "Hi", "max_tokens": 1}))
-    conformance.verdict()
+    conformance.judging.verdict()
 """
 
 
@@ -215,7 +215,8 @@ def test_under_xdist_rps_is_shared_and_rate_limits_end_without_verdict(
 
 def test_rps_holds_across_requests_in_flight(targets: Targets) -> None:
     """--concurrency 8 with --rps 20: the shared pacer still spaces the starts."""
-    from conformance.engine import Run, Settings
+    from conformance.run.engine import Run
+    from conformance.run.session import Settings
 
     n, rps = 6, 20.0
     target = targets.get("nscale")
@@ -234,7 +235,8 @@ def test_rps_holds_across_requests_in_flight(targets: Targets) -> None:
 
 def test_concurrent_sends_that_draw_429s_between_them_adapt_down(targets: Targets) -> None:
     """A limit on every third request, 8 in flight: the run still gets every answer."""
-    from conformance.engine import Run, Settings
+    from conformance.run.engine import Run
+    from conformance.run.session import Settings
 
     target = targets.get("nscale", "rate-limit-every-third")
     client = Client(target.server.url, api_key=API_KEY)

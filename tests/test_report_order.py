@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.case import Case
-from conformance.exchange import Exchange, Headers
-from conformance.requirements import Level, Requirement
-from conformance.results import Finding, Results
-from reports.html import render_html
-from reports.run_summary import summary_markdown
+from conformance.judging.case import Case
+from conformance.judging.exchange import Exchange, Headers
+from conformance.judging.requirements import Level, Requirement
+from conformance.judging.results import Finding, Results
+from conformance.reports.html import render_html
+from conformance.reports.run_summary import summary_markdown
 
 HOSTILE = "<script>alert(1)</script>"
 

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-import reports
-from conformance.case import Case
-from conformance.exchange import Exchange, Headers, SSEEvent
-from conformance.requirements import Level, Requirement
-from conformance.results import Finding, Results
-from reports.baseline import BaselineDiff, compare_to_baseline
-from reports.catalogue import render_catalogue
-from reports.html import render_html
-from reports.junit import build_junit
-from reports.schema import results_schema, schema_errors
-from reports.summary import VERDICTS
+from conformance import reports
+from conformance.judging.case import Case
+from conformance.judging.exchange import Exchange, Headers, SSEEvent
+from conformance.judging.requirements import Level, Requirement
+from conformance.judging.results import Finding, Results
+from conformance.reports.baseline import BaselineDiff, compare_to_baseline
+from conformance.reports.catalogue import render_catalogue
+from conformance.reports.html import render_html
+from conformance.reports.junit import build_junit
+from conformance.reports.schema import results_schema, schema_errors
+from conformance.reports.summary import VERDICTS
 
 ROOT = Path(__file__).resolve().parent.parent
 XSS = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>']
@@ -351,14 +351,14 @@ def test_requirement_catalogue_is_up_to_date() -> None:
     current = path.read_text(encoding="utf-8") if path.exists() else ""
     assert current == render_catalogue(), (
         "docs/requirements.md is out of date with the requirement registry: "
-        "run `python -m reports.catalogue --write` from the repository root"
+        "run `python -m conformance.reports.catalogue --write` from the repository root"
     )
 
 
 def test_catalogue_lists_every_registered_requirement() -> None:
-    from conformance.contract import Contract
-    from conformance.requirements import REGISTRY
-    from conformance.spec import load_spec
+    from conformance.judging.contract import Contract
+    from conformance.judging.requirements import REGISTRY
+    from conformance.judging.spec import load_spec
 
     text = render_catalogue()
     aihubmix, nscale = load_spec("aihubmix"), load_spec("nscale")
@@ -380,7 +380,7 @@ def test_catalogue_lists_every_registered_requirement() -> None:
 
 @pytest.mark.parametrize("text", ["a|b", "two\nlines"])
 def test_catalogue_cells_keep_the_table_intact(text: str) -> None:
-    from reports.catalogue import _cell
+    from conformance.reports.catalogue import _cell
 
     assert "\n" not in _cell(text)
     assert "|" not in _cell(text).replace("\\|", "")
@@ -417,13 +417,13 @@ def test_other_verdicts_are_explained_and_valid(verdict: str, css: str) -> None:
     ],
 )
 def test_bodies_are_indented_only_when_nothing_is_lost(text: str, pretty: bool) -> None:
-    from reports.summary import pretty_body
+    from conformance.reports.summary import pretty_body
 
     assert (pretty_body(text) != text) == pretty
 
 
 def test_catalogue_command_writes_and_checks(tmp_path: Path) -> None:
-    from reports.catalogue import main
+    from conformance.reports.catalogue import main
 
     path = tmp_path / "requirements.md"
     assert main(["--check", "--path", str(path)]) == 1  # missing counts as out of date
@@ -433,7 +433,7 @@ def test_catalogue_command_writes_and_checks(tmp_path: Path) -> None:
 
 
 def test_demo_command_writes_every_report(tmp_path: Path) -> None:
-    from reports.demo import main
+    from conformance.reports.demo import main
 
     assert main([str(tmp_path)]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [

@@ -11,20 +11,20 @@ from typing import Any
 
 import pytest
 
-import reports
-from conformance.case import Case
-from conformance.exchange import Exchange, Headers
-from conformance.judging import ShardMismatch
-from conformance.requirements import Level, Requirement
-from conformance.results import Finding, Results, Tally, latency_summary
-from reports.html import render_html
-from reports.junit import build_junit
-from reports.markdown import comparison_markdown
-from reports.matrix import compare
-from reports.merge import main as merge_main
-from reports.merge import merge
-from reports.run_summary import summary_markdown
-from reports.schema import schema_errors
+from conformance import reports
+from conformance.judging.case import Case
+from conformance.judging.exchange import Exchange, Headers
+from conformance.judging.record import ShardMismatch
+from conformance.judging.requirements import Level, Requirement
+from conformance.judging.results import Finding, Results, Tally, latency_summary
+from conformance.reports.html import render_html
+from conformance.reports.junit import build_junit
+from conformance.reports.markdown import comparison_markdown
+from conformance.reports.matrix import compare
+from conformance.reports.merge import main as merge_main
+from conformance.reports.merge import merge
+from conformance.reports.run_summary import summary_markdown
+from conformance.reports.schema import schema_errors
 
 COVERAGE = {
     "untested": [{"id": "AUTH-REQUIRED", "reason": "the budget ran out before the auth probes"}],
@@ -267,7 +267,7 @@ def test_summary_md_counts_add_up_every_requirement_in_one_bucket() -> None:
     """Issue 27, item 7: "68 of 71 requirements tested; 0 untested, 1 not applicable, 0
     deselected" accounted for 69; two SHOULDs checked 0 times were listed nowhere, and a
     MUST declined with a proper 4xx was counted as tested and as not applicable."""
-    from reports.summary import buckets_of
+    from conformance.reports.summary import buckets_of
 
     def tally(rid: str, level: str, checked: int = 0, unsupported: int = 0) -> Tally:
         return Tally(rid, level, "schema", "", "", checked=checked, unsupported=unsupported)

@@ -1,7 +1,7 @@
 """The SDK path records what the SDK read: a gzipped answer is decoded, not a finding.
 
 A tiny local server gzips its JSON body and its event stream (legal: the request's
-Accept-Encoding allows gzip). The Exchange that ``conformance.sdk.send`` records must hold
+Accept-Encoding allows gzip). The Exchange that ``conformance.run.sdk.send`` records must hold
 the decoded bytes, so RESP-SCHEMA and SDK-COMPLETION judge the answer the SDK read.
 """
 
@@ -19,9 +19,9 @@ import pytest
 from support import judge
 from synthetic import chunks_for, completion_for, req
 
-from conformance import sdk
-from conformance.client import Client
-from conformance.spec import load_spec
+from conformance.judging.spec import load_spec
+from conformance.run import sdk
+from conformance.run.client import Client
 
 STREAM = req(stream=True, stream_options={"include_usage": True})
 

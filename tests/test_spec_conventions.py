@@ -14,11 +14,12 @@ import pytest
 from fastapi_document import FIXTURE, build, load
 from support import Targets, case, failed, judge
 
-from conformance.checks.errors import unknown_model_probe
-from conformance.exchange import Exchange, Headers
-from conformance.policies import header_lines, registry
-from conformance.requirements import REGISTRY, Level, load_checks
-from conformance.spec import Spec, load_spec
+from conformance.judging.checks import load_checks
+from conformance.judging.checks.errors import unknown_model_probe
+from conformance.judging.exchange import Exchange, Headers
+from conformance.judging.requirements import REGISTRY, Level
+from conformance.judging.spec import Spec, load_spec
+from conformance.judging.spec_notes import header_lines, registry
 
 STREAM_STRING = "event-stream-schema-is-string"
 FASTAPI_422 = "fastapi-validation-422"
@@ -206,9 +207,8 @@ def test_a_document_with_default_or_4xx_range_declares_client_errors(tmp_path: P
 def test_a_whole_run_under_the_fastapi_document_passes_on_a_conformant_target() -> None:
     """The issue's case: 21 of 21 streams failed STREAM-CHUNK-SCHEMA under FastAPI's
     `type: string` stream schema; now the conformant embedded target passes."""
-    from conformance.assembly import Setup
-    from conformance.engine import Settings
-    from conformance.runner import run_suite
+    from conformance.front.runner import run_suite
+    from conformance.run.session import Settings, Setup
 
     outcome = run_suite(Setup(settings=Settings(max_examples=2), spec=str(FIXTURE)))
     assert outcome.verdict.word == "passed", outcome.verdict.reasons

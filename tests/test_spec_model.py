@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.spec import SpecError, load_spec, resolve_refs
+from conformance.judging.spec import SpecError, load_spec, resolve_refs
 
 NSCALE_ERRATA = {
     "object-type-beside-string-array-anyof",
@@ -59,7 +59,8 @@ def test_errata_apply_only_where_the_defect_is(tmp_path: Path) -> None:
 
 
 def test_policies_listed_with_errata_and_off_when_strict() -> None:
-    from conformance.policies import POLICIES, header_lines, registry
+    from conformance.judging.policies import POLICIES
+    from conformance.judging.spec_notes import header_lines, registry
 
     spec = load_spec("aihubmix")
     entries = registry(spec)
@@ -245,7 +246,7 @@ def test_a_server_path_other_than_v1_is_kept(tmp_path: Path) -> None:
     header names the server path used."""
     import json
 
-    from conformance.spec import operation_line
+    from conformance.judging.spec_notes import operation_line
 
     file = tmp_path / "doc.json"
     file.write_text(json.dumps(_doc("3.1.0", [{"url": "http://h/api"}], "/completions")))
@@ -256,7 +257,7 @@ def test_a_server_path_other_than_v1_is_kept(tmp_path: Path) -> None:
 
 
 def test_relative_server_urls_resolve_against_the_documents_url() -> None:
-    from conformance.spec import server_paths
+    from conformance.judging.spec import server_paths
 
     doc = {"servers": [{"url": "v1"}, {"url": "../x"}, {"url": "/abs"}]}
     assert server_paths(doc, "http://h/api/openapi.json") == ["/api/v1", "/x", "/abs"]
@@ -264,7 +265,7 @@ def test_relative_server_urls_resolve_against_the_documents_url() -> None:
 
 
 def test_base_url_accepts_the_server_path_prefix() -> None:
-    from conformance.preflight import base_url
+    from conformance.run.preflight import base_url
 
     assert base_url("http://h:1/v1", "/v1/completions", "/v1")[0] == "http://h:1"
     assert base_url("http://h:1/v1/completions/", "/v1/completions", "/v1")[0] == "http://h:1"

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
-from conformance.oracle import alternatives
-from conformance.spec import BUILTIN_SPECS, Spec, load_spec, resolve_refs
-from strategies import (
+from conformance.judging.oracle import alternatives
+from conformance.judging.spec import BUILTIN_SPECS, Spec, load_spec, resolve_refs
+from conformance.strategies import (
     build_case,
     draw,
     edge_requests,
@@ -26,7 +26,7 @@ from strategies import (
     prompt_form,
     valid_requests,
 )
-from strategies._schema import types_of
+from conformance.strategies._schema import types_of
 
 MODEL = "m"
 # The two vendor documents: OpenAI's (also in BUILTIN_SPECS) has AIHubMix's request schema
@@ -171,7 +171,7 @@ def test_build_case_adapts_or_skips(tmp_path: Path) -> None:
     prompt = request_properties(only_tokens)["prompt"]
     prompt["oneOf"] = [b for b in prompt["oneOf"] if b.get("type") == "array"][1:2]
     spec = write(only_tokens, tmp_path, "tokens")
-    from strategies import CaseSkipped
+    from conformance.strategies import CaseSkipped
 
     with pytest.raises(CaseSkipped, match="prompt"):
         build_case(spec, {"model": MODEL, "prompt": "Say hi"}, mode="probe", label="text")

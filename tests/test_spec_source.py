@@ -21,13 +21,13 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from conformance.assembly import BadInput, Setup
-from conformance.client import Limits
-from conformance.engine import Settings
+from conformance.front.runner import assemble, run_suite
+from conformance.judging.spec import SpecError, load_spec, specs_dir
+from conformance.judging.spec_source import HANDOFF_ENV, Fetch
 from conformance.reference import ReferenceServer
-from conformance.runner import assemble, run_suite
-from conformance.spec import SpecError, load_spec, specs_dir
-from conformance.spec_source import HANDOFF_ENV, Fetch
+from conformance.run.assembly import BadInput
+from conformance.run.client import Limits
+from conformance.run.session import Settings, Setup
 
 KEY = "sk-docs-" + "c0ffee" * 4
 ORG = "org-" + "beef" * 4
@@ -215,7 +215,7 @@ def test_the_targets_own_document_as_a_url_passes(
 def test_a_spec_url_that_fails_is_one_error_line_exit_4(
     pytester: pytest.Pytester, docs: tuple[str, Served]
 ) -> None:
-    from conformance.plugin import SUITE_DIR
+    from conformance.front.plugin import SUITE_DIR
 
     url, _ = docs
     out = str(pytester.path / "out")

@@ -22,10 +22,9 @@ from typing import Any
 import pytest
 import yaml
 
-from conformance.assembly import Setup
-from conformance.engine import Settings
-from conformance.runner import run_suite
-from conformance.spec import BUILTIN_SPECS, specs_dir
+from conformance.front.runner import run_suite
+from conformance.judging.spec import BUILTIN_SPECS, specs_dir
+from conformance.run.session import Settings, Setup
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import request_log
@@ -204,7 +203,7 @@ def unmarked(log: list[dict[str, Any]]) -> list[str]:
 
 
 #: The one request that is not to the completions operation: the model list the context
-#: window probe reads its window from (conformance/checks/window.py).
+#: window probe reads its window from (conformance/judging/checks/window.py).
 MODEL_LIST = ("GET", "/v1/models")
 
 
@@ -353,8 +352,8 @@ def test_the_log_based_checks_catch_what_they_must(name: str, tmp_path: Path) ->
     """Negative control: requests that lie about themselves are caught from the log."""
     import httpx
 
-    from conformance.case import Case
-    from conformance.client import Client
+    from conformance.judging.case import Case
+    from conformance.run.client import Client
 
     log_path = tmp_path / "control.jsonl"
     spec_path = write_copy(name, tmp_path)

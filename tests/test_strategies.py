@@ -20,10 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import examples
 
-import strategies
-from conformance.case import MAY_REFUSE_TAG, Case
-from conformance.spec import BUILTIN_SPECS, Spec, load_spec
-from strategies import (
+import conformance.strategies
+from conformance import strategies
+from conformance.judging.case import MAY_REFUSE_TAG, Case
+from conformance.judging.spec import BUILTIN_SPECS, Spec, load_spec
+from conformance.strategies import (
     broken_rules,
     cross_field_problems,
     draw,
@@ -100,10 +101,10 @@ def assert_cheap_and_valid(spec: Spec, case: Case) -> None:
 
 
 def test_public_api_is_sorted_and_importable() -> None:
-    assert strategies.__all__ == sorted(strategies.__all__)
-    for name in strategies.__all__:
+    assert conformance.strategies.__all__ == sorted(conformance.strategies.__all__)
+    for name in conformance.strategies.__all__:
         assert getattr(strategies, name) is not None
-    private = sorted(p.stem for p in Path(strategies.__file__).parent.glob("*.py"))
+    private = sorted(p.stem for p in Path(conformance.strategies.__file__).parent.glob("*.py"))
     assert all(m == "__init__" or m.startswith("_") for m in private)
     for module in private:
         importlib.import_module(f"strategies.{module}")
@@ -111,7 +112,7 @@ def test_public_api_is_sorted_and_importable() -> None:
 
 def test_no_per_vendor_code() -> None:
     """Vendors differ by their documents: no branch on a spec's name in the strategies."""
-    for path in Path(strategies.__file__).parent.glob("*.py"):
+    for path in Path(conformance.strategies.__file__).parent.glob("*.py"):
         text = path.read_text(encoding="utf-8").lower()
         assert ".name ==" not in text and ".name in" not in text, path.name
         for name in BUILTIN_SPECS:
@@ -155,9 +156,9 @@ def test_stream_only_where_declared() -> None:
 def test_strict_spec_is_literal_about_prompts() -> None:
     """Nscale as written admits no prompt: under --strict-spec no valid request exists and
     generation says so; with the policy openai-prompt-forms the four forms are sent."""
-    with pytest.raises(strategies.NoValidPrompt, match="admits no prompt"):
+    with pytest.raises(conformance.strategies.NoValidPrompt, match="admits no prompt"):
         valid_requests(load_spec("nscale", strict=True), model=MODEL)
-    with pytest.raises(strategies.NoValidPrompt):
+    with pytest.raises(conformance.strategies.NoValidPrompt):
         edge_requests(load_spec("nscale", strict=True), model=MODEL)
     cases = draw(valid_requests(load_spec("aihubmix", strict=True), model=MODEL), 40)
     assert {prompt_form(c.body["prompt"]) for c in cases} == {
@@ -565,7 +566,7 @@ def test_tags_and_labels() -> None:
         "param:stop",
         "null:temperature",
     }
-    assert strategies.describe(body) == (
+    assert conformance.strategies.describe(body) == (
         "token prompt (3 ids), max_tokens=4, n=2, logprobs=5, stop x4, temperature=null"
     )
 
@@ -595,7 +596,7 @@ def test_draws_are_independent() -> None:
 def test_null_is_invalid_only_when_the_policy_is_off() -> None:
     """Policy null-means-default: an explicit null for an optional field is never sent as
     an invalid case; under --strict-spec it is, wherever the schema rejects null."""
-    from strategies._invalid import _breakers
+    from conformance.strategies._invalid import _breakers
 
     def null_rules(spec: Spec) -> set[str]:
         return {

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from synthetic import chunks_for, completion_for, req
 
-from conformance.traffic_cli import main
-from conformance.traffic_judge import NOT_OBSERVABLE, UNOBSERVABLE
+from conformance.front.traffic_cli import main
+from conformance.judging.traffic_judge import NOT_OBSERVABLE, UNOBSERVABLE
 from tools.real_targets import transcript
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -321,7 +321,7 @@ def test_target_text_is_escaped_in_the_page(tmp_path: Path) -> None:
 def test_a_judge_that_breaks_is_a_suite_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import conformance.traffic_judge as traffic_judge
+    import conformance.judging.traffic_judge as traffic_judge
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
@@ -344,7 +344,8 @@ def test_unreadable_file_and_unknown_spec(tmp_path: Path) -> None:
 
 
 def test_every_unobservable_requirement_is_registered() -> None:
-    from conformance.requirements import REGISTRY, load_checks
+    from conformance.judging.checks import load_checks
+    from conformance.judging.requirements import REGISTRY
 
     load_checks()
     assert {rid for ids, _ in NOT_OBSERVABLE.values() for rid in ids} <= set(REGISTRY)

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from conformance.spec import BUILTIN_SPECS, load_spec
-from conformance.validation import (
+from conformance.judging.spec import BUILTIN_SPECS, load_spec
+from conformance.judging.validation import (
     corrected_document,
     openapi_of,
     request_rules,

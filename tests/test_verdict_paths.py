@@ -17,17 +17,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import examples
 
-from conformance.assembly import Setup
-from conformance.case import Case
-from conformance.engine import Settings
-from conformance.exchange import Exchange
-from conformance.judging import RunRecord, ScenarioRun, SkipCause, decide
+from conformance.front.runner import run_suite
+from conformance.judging.case import Case
+from conformance.judging.exchange import Exchange
+from conformance.judging.record import RunRecord, ScenarioRun, SkipCause
+from conformance.judging.requirements import Level, Requirement
+from conformance.judging.results import Finding, Results
+from conformance.judging.verdict import decide
 from conformance.judging.wire import exchange_from_wire
-from conformance.requirements import Level, Requirement
-from conformance.results import Finding, Results
-from conformance.runner import run_suite
-from reports.merge import main as merge_main
-from reports.merge import merge
+from conformance.reports.merge import main as merge_main
+from conformance.reports.merge import merge
+from conformance.run.session import Settings, Setup
 
 # -- a budget-cut run is incomplete, and says what the budget cut ---------------------------
 

@@ -24,11 +24,10 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 import request_log  # noqa: E402
 import test_spec_tightened_log as proof  # type: ignore[import-not-found]  # noqa: E402
 
-from conformance.assembly import Setup  # noqa: E402
-from conformance.engine import Settings  # noqa: E402
-from conformance.runner import run_suite  # noqa: E402
-from conformance.scenarios import DEEP_FUZZ  # noqa: E402
-from conformance.spec import BUILTIN_SPECS, specs_dir  # noqa: E402
+from conformance.front.runner import run_suite  # noqa: E402
+from conformance.judging.spec import BUILTIN_SPECS, specs_dir  # noqa: E402
+from conformance.run.scenarios import DEEP_FUZZ  # noqa: E402
+from conformance.run.session import Settings, Setup  # noqa: E402
 
 
 def measure(name: str, document: str, out: Path, fuzz: int = 0) -> dict[str, object]:

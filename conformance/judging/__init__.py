@@ -1,48 +1,8 @@
-"""The judge core, at the bottom of the stack: the run record and the one ``decide()``.
+"""The judge core, at the bottom of the stack: everything that judges an exchange and decides a run.
 
-Imports no generator, engine, runner or report code (tests/test_layers.py checks it).
+The document (``spec``, ``spec_source``, ``errata``, ``policies``, ``contract``), requests and
+answers (``case``, ``exchange``, ``sse``, ``wire``), the requirements and their ``checks``,
+the tallies (``results``), the run record and the one ``decide()`` (``record``, ``verdict``)
+and the one judging function (``judge``). Imports no generator, run, report or front-door
+code (tests/test_layers.py reads every module). Importing this package loads nothing.
 """
-
-from __future__ import annotations
-
-from conformance.judging.record import (
-    EXCUSED,
-    RunRecord,
-    ScenarioRun,
-    ShardMismatch,
-    SkipCause,
-    combine_shards,
-)
-from conformance.judging.verdict import (
-    EXIT_CODES,
-    WORDS,
-    Coverage,
-    Uncovered,
-    Verdict,
-    applicability,
-    coverage,
-    decide,
-    deciding_levels,
-    failing,
-    verdict_word,
-)
-
-__all__ = [
-    "EXCUSED",
-    "EXIT_CODES",
-    "WORDS",
-    "Coverage",
-    "RunRecord",
-    "ScenarioRun",
-    "ShardMismatch",
-    "SkipCause",
-    "Uncovered",
-    "Verdict",
-    "applicability",
-    "combine_shards",
-    "coverage",
-    "decide",
-    "deciding_levels",
-    "failing",
-    "verdict_word",
-]

@@ -4,7 +4,7 @@ The engine judges the exchanges it sends, ``completions-conformance judge`` the 
 recorded in files, the proxy the traffic it forwards, ``conformance.judge`` one exchange a
 user hands it: all call :func:`judge_into`, which judges an exchange by every requirement
 that applies and tallies the findings into a ``Results``. Attribution (one defect, one
-finding: conformance.attribution) runs over that Results once its exchanges are in, before
+finding: conformance.judging.attribution) runs over that Results once its exchanges are in, before
 the verdict: the engine at the end of a run, the traffic judges whenever they show a
 verdict, :func:`judge_alone` over the single exchange it was given.
 """
@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from conformance.attribution import attribute
-from conformance.exchange import Exchange
-from conformance.requirements import REGISTRY, Requirement, load_checks
-from conformance.results import OBSERVED, Finding, Results, evaluate
-from conformance.spec import Spec
+from conformance.judging.attribution import attribute
+from conformance.judging.checks import load_checks
+from conformance.judging.exchange import Exchange
+from conformance.judging.requirements import REGISTRY, Requirement
+from conformance.judging.results import OBSERVED, Finding, Results, evaluate
+from conformance.judging.spec import Spec
 
 #: A 429 answer is judged by these alone: it answers no request (the request was not
 #: served), so a check of the request would blame the target for rate limiting.
@@ -28,7 +29,7 @@ def judges_of(requirements: Sequence[Requirement], exchange: Exchange) -> list[R
     """The requirements that judge ``exchange``: the rate-limit ones alone for a 429."""
     if exchange.status != RATE_LIMITED:
         return list(requirements)
-    from conformance.checks.ratelimit import RATE_LIMIT_REQUIREMENTS
+    from conformance.judging.checks.ratelimit import RATE_LIMIT_REQUIREMENTS
 
     return [r for r in requirements if r.id in RATE_LIMIT_REQUIREMENTS]
 

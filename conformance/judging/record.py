@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from conformance.exceptions import ConformanceError
+from conformance.judging.exceptions import ConformanceError
 
 
 class SkipCause(StrEnum):

@@ -16,12 +16,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from conformance.judging.checks import load_checks
 from conformance.judging.record import RunRecord, ScenarioRun, SkipCause, scenario_names
-from conformance.requirements import REGISTRY, Level, load_checks
+from conformance.judging.requirements import REGISTRY, Level
 
 if TYPE_CHECKING:
-    from conformance.results import Results, Tally
-    from conformance.spec import Spec
+    from conformance.judging.results import Results, Tally
+    from conformance.judging.spec import Spec
 
 EXIT_CODES = {
     "passed": 0,
@@ -154,11 +155,11 @@ def failing(results: Results, record: RunRecord) -> list[Tally]:
 
 
 def unmet_capabilities(results: Results, required: Iterable[str]) -> list[str]:
-    """The required capabilities the target did not offer (conformance.capabilities.unmet)."""
+    """The required capabilities the target did not offer (conformance.judging.capabilities.unmet)."""
     names = list(required)
     if not names:
         return []
-    from conformance import capabilities
+    from conformance.judging import capabilities
 
     return list(capabilities.unmet(results, names))
 

@@ -2,7 +2,7 @@
 
 Replaying is a user feature: judge a captured production exchange, or a server's
 documented answer, offline (``conformance.judge(spec, exchange_from_wire(...))``). The
-bytes are turned into the Exchange conformance/client.py builds: the content coding
+bytes are turned into the Exchange conformance/run/client.py builds: the content coding
 undone as httpx undoes it, a stream's events parsed by the suite's own SSE parser, one
 feed per TCP write when the writes are known. The transcript format (one JSON object per
 exchange) is described in tests/transcripts/README.md.
@@ -17,9 +17,9 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from conformance.case import Case
-from conformance.exchange import Exchange, Headers
-from conformance.sse import SSEParser
+from conformance.judging.case import Case
+from conformance.judging.exchange import Exchange, Headers
+from conformance.judging.sse import SSEParser
 
 PATH = "/v1/completions"
 #: The first bytes of every gzip stream (RFC 1952).

@@ -1,6 +1,6 @@
 """What differs between the vendor specs the reference target follows, and its refusals.
 
-A flavor names a vendored spec (``conformance.spec.load_spec(flavor)`` loads it: the
+A flavor names a vendored spec (``conformance.judging.spec.load_spec(flavor)`` loads it: the
 request validation comes from there) plus the wire habits the spec states that a schema
 cannot carry: media types, the request-id header, the error envelope, and whether
 optional response fields are omitted or sent as null. ``Head`` and ``ErrorReply`` are the
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from conformance.exceptions import ConformanceError
+from conformance.judging.exceptions import ConformanceError
 
 __all__ = ["FLAVORS", "ApiError", "ErrorReply", "Flavor", "Head", "Origin", "dumps", "envelope"]
 

@@ -6,7 +6,7 @@ import signal
 import threading
 
 from conformance.reference.app import create_app
-from conformance.serving import ThreadedServer
+from conformance.reference.serving import ThreadedServer
 
 __all__ = ["ReferenceServer"]
 

@@ -26,10 +26,10 @@ from typing import Any, Final
 
 from jsonschema.exceptions import ValidationError, best_match
 
+from conformance.judging.spec import Spec, load_spec
 from conformance.reference import model
 from conformance.reference.flavors import ApiError
 from conformance.reference.model import Prompt
-from conformance.spec import Spec, load_spec
 
 __all__ = [
     "CONTEXT_LENGTH",

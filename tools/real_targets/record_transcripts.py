@@ -83,7 +83,7 @@ def pytest_configure(config: pytest.Config) -> None:
     folder = os.environ.get(ENV_DIR)
     if not folder:
         return
-    from conformance.client import Client
+    from conformance.run.client import Client
 
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)

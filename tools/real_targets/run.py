@@ -310,7 +310,7 @@ def nscale_for_prism(work: Work) -> Path:
 
     As written, PromptValue and StopSequence say `type: object` next to an anyOf of string
     and array branches, so no prompt validates and Prism answers every request 400. The
-    suite applies the same erratum in code (conformance/spec.py); Prism needs it in the file.
+    suite applies the same erratum in code (conformance/judging/spec.py); Prism needs it in the file.
     """
     import yaml
 
@@ -820,7 +820,7 @@ def compare(work: Work) -> None:
         log("no results to compare")
         return
     cmd = [
-        work.python, "-m", "reports.compare", *[str(path) for _, path in done],
+        work.python, "-m", "conformance.reports.compare", *[str(path) for _, path in done],
         "--html", str(work.results / "matrix.html"), "--md", str(work.results / "matrix.md"),
         "--names", ",".join(name for name, _ in done),
     ]  # fmt: skip

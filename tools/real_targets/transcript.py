@@ -1,10 +1,10 @@
 """Transcripts: one recorded (or documented) wire exchange as a JSON file, and back.
 
 The format is described in ``tests/transcripts/README.md``. This module is the only place
-that knows it: ``to_transcript`` turns an :class:`~conformance.exchange.Exchange` the
+that knows it: ``to_transcript`` turns an :class:`~conformance.judging.exchange.Exchange` the
 suite's client produced into a redacted JSON-able dict; ``to_exchange`` rebuilds the
 Exchange the client would have produced from those bytes (content coding undone the way
-httpx undoes it, events parsed with the suite's own SSE parser, as conformance/client.py
+httpx undoes it, events parsed with the suite's own SSE parser, as conformance/run/client.py
 does), so the judge can replay it offline; ``judge`` runs the public judge over it and
 returns the set of failed requirement IDs.
 
@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from conformance.exchange import Exchange
+from conformance.judging.exchange import Exchange
+from conformance.judging.spec import BUILTIN_SPECS, TARGET_SPEC, Spec, SpecError, load_spec
+from conformance.judging.spec_source import HANDOFF_ENV, is_url
 from conformance.judging.wire import exchange_from_transcript
-from conformance.spec import BUILTIN_SPECS, TARGET_SPEC, Spec, SpecError, load_spec
-from conformance.spec_source import HANDOFF_ENV, is_url
 
 FORMAT = 1
 REDACTED = "[REDACTED]"
@@ -246,7 +246,7 @@ def to_transcript(
 
 
 def to_exchange(data: dict[str, Any]) -> Exchange:
-    """The Exchange conformance/client.py would have built from the transcript's bytes
+    """The Exchange conformance/run/client.py would have built from the transcript's bytes
     (the judge core's public builder: replaying a transcript is a user feature)."""
     return exchange_from_transcript(data)
 
@@ -255,8 +255,9 @@ def judge(data: dict[str, Any], spec: Any = None, *, where: Path | None = None) 
     """Failed requirement ID -> the judge's message, for one transcript, by today's judge
     (the judge core's own: conformance.judging.judge.judge_alone, attribution included),
     under ``spec``, else the document it names (``where`` is its folder, see spec_of)."""
+    from conformance.judging.checks import load_checks
     from conformance.judging.judge import judge_alone
-    from conformance.requirements import REGISTRY, load_checks
+    from conformance.judging.requirements import REGISTRY
 
     load_checks()
     spec = spec if spec is not None else spec_of(data, where)

@@ -1,0 +1,343 @@
+"""The pytest plugin (entry point ``pytest11``): maps the engine onto pytest.
+
+It stays inert unless the suite itself (the ``conformance`` package's tests) is being
+run, so installing the package does not slow down or change other pytest runs: only
+options.py loads up front; the run is assembled (assembly.py) when the suite is
+requested, and lives in one ``SuiteSession`` plugin object registered for that session.
+Each suite test plays one scenario into an item; its outcome becomes the test's pass,
+fail or skip, and its Results ride on the test report to the controller (also across
+pytest-xdist workers). At the end the verdict sets the exit code (verdict.EXIT_CODES) and
+the closing lines come last (terminal.py). Bad input ends the run with one ``ERROR:`` line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from conformance.front.options import (
+    SUITE_DIR,
+    add_options,
+    parse_shard,
+    setup_from,
+    suite_requested,
+)
+
+if TYPE_CHECKING:
+    from conformance.run.assembly import Assembled
+    from conformance.run.item import ItemOutcome, ItemRun
+    from conformance.run.scenarios import Scenario
+
+__all__ = ["SUITE_DIR", "Suite", "raise_outcome", "rewrite_no_library", "suite_test"]
+STATE = pytest.StashKey["SuiteSession"]()
+ITEM_KEY = pytest.StashKey["ItemRun"]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> Iterator[None]:
+    """Before pytest parses the line for good (conftests loaded, their options known): a
+    word of a suite run that is neither the suite's nor pytest's ends it in one line, before
+    anything is sent (conformance/front/arguments.py)."""
+    result = yield
+    from conformance.front.arguments import in_suite, one_line, problem
+
+    where = early_config.invocation_params.dir
+    if early_config.known_args_namespace.help or early_config.known_args_namespace.version:
+        return result
+    try:
+        namespace, unknown = parser.parse_known_and_unknown_args(args)
+    except pytest.UsageError as exc:  # a pytest option's value argparse refused
+        if any(in_suite(a, where) for a in args if not a.startswith("-")):
+            raise pytest.UsageError(f"conformance: {one_line(str(exc))}") from None
+        return result
+    if not any(in_suite(str(a), where) for a in namespace.file_or_dir or ()):
+        return result
+    if bad := problem(namespace, unknown, where):
+        raise pytest.UsageError(f"conformance: {bad}")
+    return result
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "conformance: a test of the conformance suite")
+    if not suite_requested(config):
+        return
+    rewrite_no_library(config)
+    from conformance.front.runner import assemble
+    from conformance.run.assembly import BadInput
+
+    try:
+        assembled = assemble(setup_from(config))
+    except BadInput as exc:
+        raise pytest.UsageError(f"conformance: {exc}") from None
+    config.add_cleanup(assembled.close)
+    from conformance.judging.events import RunStarted
+
+    assembled.run.emit(RunStarted(assembled.results.run_record))
+    session = SuiteSession(config, assembled)
+    config.stash[STATE] = session
+    config.pluginmanager.register(session, "conformance-session")
+    config.add_cleanup(lambda: config.pluginmanager.unregister(session))
+
+
+def rewrite_no_library(config: pytest.Config) -> None:
+    """From here on, pytest assertion-rewrites no installed library, only test modules.
+
+    pytest rewrites every module of every installed distribution with a ``pytest11`` entry
+    point (hypothesis, anyio, this package...) and keeps the result as bytecode beside the
+    source. Where no bytecode is written (PYTHONDONTWRITEBYTECODE, usual in containers and
+    CI; a read-only site-packages) that is ~150 modules parsed and compiled again on every
+    run: about 2 s of CPU, the larger part of a default run's fixed cost (benchmarks §8c).
+    It was also a crash: a module first imported during the run (the openai SDK's anyio
+    modules, a lazily imported check) was rewritten on a worker thread while another was
+    rewritten elsewhere, and CPython 3.11's ``ast`` is not thread-safe ("AST constructor
+    recursion depth mismatch"). Library code gains nothing from rewritten asserts; the
+    suite's ``test_*.py`` modules match pytest's file patterns and are still rewritten, at
+    collection, on the main thread, and pytest's own helpers (``_pytest.*``, e.g. pytester's
+    assertions) keep theirs. The marks are pytest's private state: where a pytest version
+    lacks them, nothing changes but the cost. (Not in the project's own tests: their
+    in-process pytester runs mark hypothesis again, and pytest warns, an error there, when
+    a marked module was imported unrewritten.)
+    """
+    hook = getattr(config.pluginmanager, "rewrite_hook", None)
+    marked = getattr(hook, "_must_rewrite", None)
+    cache = getattr(hook, "_marked_for_rewrite_cache", None)
+    if isinstance(marked, set) and isinstance(cache, dict):
+        marked.difference_update({name for name in marked if name.split(".")[0] != "_pytest"})
+        cache.clear()
+
+
+def suite_test(scenario: Scenario) -> Callable[..., None]:
+    """The pytest test that plays ``scenario`` (one item per param); a suite module binds
+    it to ``test_<scenario name>``, the name prefetching looks scenarios up by."""
+    if scenario.params == (None,):
+
+        def test(conformance: Suite) -> None:
+            conformance.play(scenario)
+
+        return pytest.mark.conformance(test)
+
+    def test_param(conformance: Suite, param: Any) -> None:
+        conformance.play(scenario, param)
+
+    marked = pytest.mark.parametrize("param", scenario.params, ids=scenario.ids or None)
+    return pytest.mark.conformance(marked(test_param))  # type: ignore[no-any-return]
+
+
+class Suite:
+    """What a suite test sees as its ``conformance`` fixture: one item of the run.
+
+    ``play(scenario, param)`` is all a suite test needs. ``send``/``send_all`` and
+    ``verdict()`` remain for scenario files written against the item directly.
+    """
+
+    def __init__(self, item: ItemRun) -> None:
+        self.item = item
+        self.run, self.spec, self.settings = item.run, item.spec, item.settings
+        self.send, self.send_all = item.send, item.send_all
+
+    def play(self, scenario: Scenario, param: Any = None) -> None:
+        from conformance.run.engine import play
+
+        play(self.item, scenario, param)
+        self.verdict()
+
+    def verdict(self) -> None:
+        """Fail the test when a deciding requirement failed; skip when nothing was judged."""
+        raise_outcome(self.item.outcome())
+
+
+def raise_outcome(outcome: ItemOutcome) -> None:
+    """An item's outcome as pytest's: fail (no traceback) or skip; passed returns."""
+    if outcome.word == "failed":
+        pytest.fail(outcome.message, pytrace=False)
+    if outcome.word == "skipped":
+        pytest.skip(outcome.message)
+
+
+@pytest.fixture
+def conformance(request: pytest.FixtureRequest) -> Iterator[Suite]:
+    """The run, seen from one suite test."""
+    session = request.config.stash.get(STATE, None)
+    if session is None:
+        pytest.skip("the conformance suite runs only when its tests are selected")
+    item = session.assembled.run.item()
+    request.node.stash[ITEM_KEY] = item
+    yield Suite(item)
+
+
+class SuiteSession:
+    """The hooks of one suite session, holding its assembled run (no module globals)."""
+
+    def __init__(self, config: pytest.Config, assembled: Assembled) -> None:
+        self.config = config
+        self.assembled = assembled
+        self.closing: list[str] = []
+        self.passed = False
+        self.tests_deselected = 0
+        self.usage_error: str | None = None
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collection(self, session: pytest.Session) -> Any:
+        """pytest refusing the line once the run has started (a node ID not found): its
+        ``ERROR:`` line goes into the closing lines, before the verdict, which stays last;
+        pytest is left nothing to print after it (a UsageError without a message)."""
+        try:
+            return (yield)
+        except pytest.UsageError as exc:
+            said = " ".join(" ".join(str(a).split()) for a in exc.args)  # one line
+            self.usage_error = said or "usage error"
+            raise pytest.UsageError() from None
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self.tests_deselected += len(items)
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Keep only this shard's slice of the suite (every N-th item, in collection order)."""
+        shard = self.config.option.shard
+        if not shard:
+            return
+        k, n = parse_shard(shard)
+        keep = [item for i, item in enumerate(items) if i % n == k - 1]
+        dropped = [item for i, item in enumerate(items) if i % n != k - 1]
+        if dropped:
+            self.config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+        results = self.assembled.results
+        results.meta["shard"] = shard
+        results.run_record = results.run_record.with_(shards=(shard,))
+
+    def pytest_report_header(self) -> list[str]:
+        meta, spec = self.assembled.results.meta, self.assembled.spec
+        lines = [
+            f"conformance: target {meta['target']}, spec {spec.name} ({meta['spec_title']}), "
+            f"model {meta['model']}, concurrency {meta['concurrency']}",
+            *(f"conformance: {note}" for note in self.assembled.notes),
+        ]
+        from conformance.judging.spec_notes import header_lines
+
+        return lines + header_lines(spec)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """Start every dependent chain and queue every independent case up front
+        (``Run.plan``), ``--concurrency`` at a time.
+
+        Not on xdist workers, which learn their items one at a time, nor when nothing
+        runs (``--collect-only``: no request may be sent).
+        """
+        run = self.assembled.run
+        if run.concurrency == 1 or hasattr(self.config, "workerinput"):
+            return
+        if self.config.option.collectonly:
+            return
+        from conformance.run.scenarios import BY_NAME
+
+        planned = []
+        for item in session.items:
+            scenario = BY_NAME.get(getattr(item, "originalname", item.name).removeprefix("test_"))
+            callspec = getattr(item, "callspec", None)
+            if scenario is not None:
+                planned.append((scenario, callspec.params.get("param") if callspec else None))
+        run.plan(planned)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[Any]) -> Any:
+        report = yield
+        item_run = item.stash.get(ITEM_KEY, None)
+        if item_run is not None and call.when == "call" and item_run.unsent:
+            # Cut short by the budget: shown as CUT, not PASSED (pytest_report_teststatus).
+            note = item_run.budget_note or "the budget ran out"
+            report.conformance_cut = f"{note}, {item_run.unsent} request(s) unsent"
+        if item_run is not None and call.when == "teardown":
+            # Travels with the report (also across pytest-xdist) to the controller.
+            report.conformance_results = json.dumps(item_run.results.to_json())
+        return report
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> Any:
+        """A scenario the budget cut short passed nothing it did not send: pytest's own line
+        says ``CUT (why)`` and its footer counts it apart ("1 cut"), never PASSED."""
+        cut = getattr(report, "conformance_cut", None)
+        if cut and report.when == "call" and report.passed:
+            return "cut", "c", (f"CUT ({cut})", {"yellow": True})
+        return None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        payload = getattr(report, "conformance_results", None)
+        if payload is not None:
+            from conformance.judging.results import Results
+            from conformance.run.engine import merge_item
+
+            merge_item(self.assembled.results, Results.from_json(json.loads(payload)))
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        config = self.config
+        if hasattr(config, "workerinput") or config.option.collectonly:
+            return
+        from conformance.front.runner import finish
+        from conformance.front.terminal import closing_lines
+
+        self.assembled.run.close()
+        # Normalised: "--report-dir ../runs/x" is shown as .../runs/x, not .../repo/../runs/x.
+        report_dir = Path(
+            os.path.abspath(Path(config.invocation_params.dir, config.option.report_dir))
+        )
+        from conformance.judging.verdict import failing
+
+        # Whether a suite test failed for a conformance failure (as ItemRun.outcome does).
+        failed = bool(failing(self.assembled.results, self.assembled.results.run_record))
+        verdict, written = finish(
+            self.assembled,
+            report_dir,
+            runner_error=self.usage_error or _runner_error(exitstatus, failing=failed),
+            partial=bool(config.option.shard),
+        )
+        from conformance.judging.events import RunFinished
+
+        self.assembled.run.emit(RunFinished(verdict))
+        # An error keeps pytest's own code (interrupted, internal error, usage...).
+        keep = verdict.word == "error" and exitstatus not in (0, 1)
+        session.exitstatus = exitstatus if keep else verdict.exit_code
+        results = self.assembled.results
+        self.passed = verdict.word == "passed"
+        self.closing = closing_lines(
+            verdict,
+            results,
+            self.assembled.spec,
+            written,
+            [],
+            tests_deselected=self.tests_deselected,
+        )
+        if self.usage_error:
+            self.closing.insert(-1, f"ERROR: {self.usage_error}")
+
+    def pytest_unconfigure(self) -> None:
+        """After pytest's own footer ("3 passed, 24 skipped", green even when the verdict
+        is not): the conformance lines, verdict last, in the verdict's colour."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if not self.closing or reporter is None:
+            return
+        reporter.write_sep("-", "conformance")
+        for line in self.closing[:-1]:
+            reporter.write_line(line)
+        reporter.write_line(self.closing[-1], green=self.passed, red=not self.passed, bold=True)
+
+
+def _runner_error(exitstatus: int, *, failing: bool) -> str | None:
+    """What pytest saw go wrong beyond conformance failures (a suite test broke...)."""
+    if exitstatus == pytest.ExitCode.OK or (exitstatus == pytest.ExitCode.TESTS_FAILED and failing):
+        return None
+    if exitstatus == pytest.ExitCode.TESTS_FAILED:
+        return "a suite test failed without a conformance failure (a defect of the suite)"
+    return f"pytest ended with exit status {int(exitstatus)}"

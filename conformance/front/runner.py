@@ -1,0 +1,120 @@
+"""The runner layer without pytest: a whole run from a Setup, with --baseline and reports.
+
+``run_suite`` assembles the run (conformance.run.assembly), plays every scenario (engine),
+has the judge core decide the verdict and writes the reports. ``assemble`` and ``finish``
+are the same two ends for a runner that plays the scenarios itself (the pytest plugin).
+This layer may import the reports; the engine and the judge core below it never do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from conformance.judging.events import Listener, RunFinished, RunStarted
+from conformance.judging.results import Results
+from conformance.judging.verdict import Verdict
+from conformance.run.assembly import Assembled, BadInput, conclude
+from conformance.run.assembly import assemble as assemble_run
+from conformance.run.engine import Played, execute
+from conformance.run.session import Setup
+
+if TYPE_CHECKING:
+    from conformance.run.scenarios import Scenario
+
+
+@dataclass(frozen=True, slots=True)
+class FileBaseline:
+    """``--baseline FILE``: an accepted earlier run's results.json (assembly.BaselineGate)."""
+
+    path: str
+    results: Results
+
+    @classmethod
+    def read(cls, path: str) -> FileBaseline:
+        from conformance.reports.compare import InputError, load_results
+
+        try:
+            return cls(path, load_results(Path(path)))
+        except InputError as exc:
+            raise BadInput(f"--baseline {exc}") from None
+
+    @property
+    def known(self) -> frozenset[str]:
+        return frozenset(t.id for t in self.results.tallies.values() if t.failed)
+
+    def admit(self, this_run: Mapping[str, Any]) -> list[str]:
+        from conformance.reports.baseline import check_baseline
+
+        refused, warnings = check_baseline(this_run, self.results)
+        if refused:
+            raise BadInput(f"--baseline {self.path}: {refused[0]}")
+        return warnings
+
+    def compare(self, results: Results) -> tuple[dict[str, Any], tuple[str, ...]]:
+        from conformance.reports.baseline import compare_to_baseline
+
+        diff = compare_to_baseline(results, self.results)
+        return diff.to_json() | {"file": self.path}, tuple(diff.new_failures)
+
+
+def assemble(setup: Setup) -> Assembled:
+    """The run ``setup`` asks for, its --baseline read; BadInput when it cannot start."""
+    baseline = FileBaseline.read(setup.baseline) if setup.baseline else None
+    return assemble_run(setup, baseline)
+
+
+def finish(
+    assembled: Assembled,
+    report_dir: Path | None,
+    *,
+    runner_error: str | None = None,
+    partial: bool = False,
+) -> tuple[Verdict, list[Path]]:
+    """The verdict of the merged Results (decided by the judge core), and the reports."""
+    verdict = conclude(assembled, runner_error=runner_error, partial=partial)
+    if report_dir is None:
+        return verdict, []
+    from conformance.reports import write_all
+
+    return verdict, write_all(assembled.results, report_dir)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What ``run_suite`` returns."""
+
+    results: Results
+    verdict: Verdict
+    played: tuple[Played, ...]
+    reports: tuple[Path, ...] = ()
+
+
+def run_suite(
+    setup: Setup,
+    scenarios: Sequence[Scenario] | None = None,
+    report_dir: Path | None = None,
+    listeners: Iterable[Listener] = (),
+) -> Outcome:
+    """A whole run without pytest: assemble, play every scenario, decide, write reports.
+
+    ``listeners`` hear the run as events (conformance/judging/events.py), RunFinished last.
+    """
+    from conformance.run.scenarios import SCENARIOS
+
+    assembled = assemble(setup)
+    emit = assembled.run.emit
+    emit.listeners.extend(listeners)
+    emit(RunStarted(assembled.results.run_record))
+    try:
+        played = execute(
+            assembled.run, SCENARIOS if scenarios is None else scenarios, assembled.results
+        )
+    finally:
+        assembled.close()
+    errors = [f"{p.name}: {p.outcome.message}" for p in played if p.outcome.word == "error"]
+    verdict, written = finish(assembled, report_dir, runner_error=errors[0] if errors else None)
+    emit(RunFinished(verdict))
+    return Outcome(assembled.results, verdict, tuple(played), tuple(written))

@@ -1,0 +1,122 @@
+"""``completions-conformance judge FILE...``: judge recorded traffic offline.
+
+Reads HAR 1.2 files (browsers' devtools, mitmproxy's savehar, the proxy's --har), the
+suite's transcript files and JSONL exchanges (docs/traffic.md), judges every request to
+the document's operation with the suite's requirements (conformance.judging.traffic_judge), and
+writes the run's reports plus verdict.json and traffic.html. An entry that cannot be read
+is one ``ERROR:`` line naming the file and the entry; the others are still judged and
+reported, and the exit status is then 4 (bad input). Otherwise it is the verdict's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from conformance.judging.contract import DEFAULT_CONTRACT, Contract
+from conformance.judging.verdict import EXIT_CODES
+
+if TYPE_CHECKING:
+    from conformance.judging.traffic_judge import TrafficJudge
+
+PROG = "completions-conformance judge"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="Judge recorded traffic (HAR, transcripts, JSONL) with the suite's "
+        "requirements; write junit.xml, report.html, results.json, summary.md, "
+        "verdict.json and traffic.html.",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="HAR, transcript (.json) or JSONL")
+    add_common(p)
+    return p
+
+
+def add_common(p: argparse.ArgumentParser) -> None:
+    """The options ``judge`` and ``proxy`` share: the document and where reports go."""
+    p.add_argument(
+        "--spec",
+        default="aihubmix",
+        metavar="NAME|PATH",
+        help="the document "
+        "to judge against: nscale, aihubmix, openai, a path or a URL (default aihubmix)",
+    )
+    p.add_argument("--strict-spec", action="store_true", help="no errata, no policies")
+    p.add_argument(
+        "--contract",
+        choices=[c.value for c in Contract],
+        default=DEFAULT_CONTRACT.value,
+        help=f"how the document binds the target (default {DEFAULT_CONTRACT.value}; "
+        "see completions-conformance --help)",
+    )
+    p.add_argument(
+        "--report-dir",
+        default="reports/out",
+        metavar="DIR",
+        help="where the reports go (default reports/out)",
+    )
+
+
+def judge_files(
+    paths: list[Path],
+    spec_name: str,
+    strict: bool,
+    err: TextIO,
+    contract: Contract = DEFAULT_CONTRACT,
+) -> tuple[TrafficJudge, int]:
+    """Judge every entry of ``paths``; the judge, and how many entries went wrong."""
+    from conformance.judging.spec import load_spec
+    from conformance.judging.traffic import operation_of, read
+    from conformance.judging.traffic_judge import TrafficJudge
+
+    spec = load_spec(spec_name, strict=strict, contract=contract)
+    judge = TrafficJudge(spec, target=", ".join(p.name for p in paths))
+    wanted = operation_of(spec)
+    problems = 0
+    for path in paths:
+        for entry in read(path, wanted):
+            line = judge.take(entry)
+            if line is not None:
+                problems += 1
+                print(f"ERROR: {line}", file=err, flush=True)
+    return judge, problems
+
+
+def main(
+    argv: list[str] | None = None, *, out: TextIO = sys.stdout, err: TextIO = sys.stderr
+) -> int:
+    args = parser().parse_args(argv)
+    from conformance.judging.spec import SpecError
+    from conformance.reports.traffic import write_traffic_reports
+
+    try:
+        judge, problems = judge_files(
+            [Path(f) for f in args.files], args.spec, args.strict_spec, err, Contract(args.contract)
+        )
+    except SpecError as exc:
+        print(f"ERROR: --spec {args.spec}: {exc}", file=err)
+        return EXIT_CODES["bad-input"]
+    snapshot = judge.snapshot()
+    written = write_traffic_reports(snapshot, Path(args.report_dir))
+    unjudged = ", ".join(f"{n} {why}" for why, n in sorted(judge.unjudged.items()))
+    print(
+        f"{judge.judged} exchange(s) judged of {judge.seen} entries"
+        + (f" (not judged: {unjudged})" if unjudged else ""),
+        file=out,
+    )
+    print(f"reports: {', '.join(str(p) for p in written)}", file=out)
+    verdict = snapshot.verdict
+    reasons = "; ".join(verdict.reasons)
+    print(f"verdict: {verdict.word}" + (f" ({reasons})" if reasons else ""), file=out)
+    if problems:
+        print(
+            f"ERROR: {problems} entr{'y' if problems == 1 else 'ies'} could not be judged "
+            "(above); the others are in the reports",
+            file=err,
+        )
+        return EXIT_CODES["bad-input"]
+    return verdict.exit_code

@@ -1,0 +1,71 @@
+"""A run told as typed events: what the engine emits, for runners, progress and reports.
+
+The engine emits, in this order per run: ``RunStarted``; for each judged exchange an
+``ExchangeJudged`` (sent, answered, judged); for each played item a ``ScenarioFinished``
+(with the record entry: how it ended, and when it was not run or cut short, why); and the
+runner ends with ``RunFinished`` carrying the verdict the judge core decided. A listener
+is any callable taking an ``Event``; chains play in threads of their own, so the engine
+delivers events under a lock, one at a time.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from conformance.judging.record import RunRecord, ScenarioRun
+from conformance.judging.verdict import Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    """The run is assembled: what it is (identity, selection, applicability)."""
+
+    record: RunRecord
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangeJudged:
+    """One request was sent, answered (or not: ``status`` None) and judged."""
+
+    label: str
+    status: int | None
+    failed: tuple[str, ...] = ()  # requirements that failed on it
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioFinished:
+    """One scenario item ended; ``run.cause`` says why it was not run or cut short."""
+
+    run: ScenarioRun
+
+    @property
+    def skipped(self) -> bool:
+        return self.run.cause is not None
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    """The run ended with the verdict the judge core decided."""
+
+    verdict: Verdict
+
+
+Event = RunStarted | ExchangeJudged | ScenarioFinished | RunFinished
+Listener = Callable[[Event], None]
+
+
+@dataclass
+class Emitter:
+    """Delivers events to listeners, one at a time (chains emit from their own threads)."""
+
+    listeners: list[Listener] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __call__(self, event: Event) -> None:
+        if not self.listeners:
+            return
+        with self._lock:
+            for listener in self.listeners:
+                listener(event)

@@ -1,0 +1,251 @@
+"""Run assembly, runner-agnostic: from a Setup to a ready Run, and from Results to a verdict.
+
+``assemble`` loads the spec, checks the selection, starts the embedded reference target
+(or points at ``--target-url``), builds the client and proves with a preflight that the
+target serves completions. ``conclude`` has the judge core decide the verdict of the
+merged Results. Bad input raises ``BadInput`` with the one line to show. Reading a
+``--baseline`` file and writing reports belong to the runner layer (conformance.front.runner,
+which also has ``run_suite``): it hands the baseline in as a ``BaselineGate``.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from conformance.judging.attribution import attribute
+from conformance.judging.exceptions import ConformanceError
+from conformance.judging.results import OBSERVED, Results
+from conformance.judging.spec import (
+    BUILTIN_SPECS,
+    OPERATION_PATH,
+    Spec,
+    SpecError,
+    load_spec,
+)
+from conformance.judging.spec_notes import document_meta, registry
+from conformance.judging.spec_source import Fetch
+from conformance.judging.verdict import Verdict, decide
+from conformance.judging.version import VERSION
+from conformance.run.client import Client, Pacer, RetryPolicy
+from conformance.run.engine import Run
+from conformance.run.item import no_verdict_reason
+from conformance.run.preflight import PreflightFailed, base_url, preflight
+from conformance.run.session import Settings, Setup, record_of
+
+if TYPE_CHECKING:
+    from conformance.reference import ReferenceServer
+
+REFERENCE_MODEL = "reference-model"  # the only model the embedded target serves
+
+
+class BadInput(ConformanceError):
+    """The run cannot start; the message is the one line to show."""
+
+
+class BaselineGate(Protocol):
+    """An accepted earlier run (``--baseline``), as the runner layer supplies it."""
+
+    @property
+    def known(self) -> frozenset[str]:
+        """The requirements failing in the baseline: they fail no test of this run."""
+        ...
+
+    def admit(self, this_run: Mapping[str, Any]) -> list[str]:
+        """The warnings to show for this run (another model or target); raises BadInput
+        when the baseline cannot judge this run (another spec)."""
+        ...
+
+    def compare(self, results: Results) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """The baseline diff as stored in ``meta["baseline"]``, and the requirements
+        failing with fingerprints the baseline does not have."""
+        ...
+
+
+@dataclass
+class Assembled:
+    """A run ready to play, with what it must close and the Results its items merge into."""
+
+    setup: Setup
+    run: Run
+    results: Results
+    baseline: BaselineGate | None = None
+    server: ReferenceServer | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def spec(self) -> Spec:
+        return self.run.spec
+
+    def close(self) -> None:
+        self.run.close()
+        self.run.client.close()
+        if self.server is not None:
+            self.server.stop()
+
+
+def _check_generation(spec: Spec, settings: Settings) -> None:
+    """A document that admits no request (Nscale as written, --strict-spec) ends the run in
+    one line, rather than sending invalid "valid" requests."""
+    from conformance.strategies import NoValidPrompt, valid_requests
+
+    try:
+        valid_requests(spec, model=settings.model, max_tokens=settings.max_tokens)
+    except NoValidPrompt as exc:
+        raise BadInput(str(exc)) from None
+
+
+def assemble(setup: Setup, baseline: BaselineGate | None = None) -> Assembled:
+    """Build the run ``setup`` asks for; BadInput when it cannot start.
+
+    ``baseline``: ``setup.baseline`` as read by the runner layer (conformance.front.runner).
+    """
+    from conformance.run import option_values
+
+    # Every option value first: bad input is one line before any request (option_values).
+    if bad := option_values.problem(setup):
+        raise BadInput(bad)
+    fetch = Fetch(setup.api_key, setup.headers, setup.limits, setup.target_url)
+    try:
+        spec = load_spec(setup.spec, strict=setup.strict_spec, fetch=fetch, contract=setup.contract)
+    except SpecError as exc:
+        raise BadInput(str(exc)) from None
+    if bad := option_values.spec_problem(setup, spec):
+        raise BadInput(bad)
+    settings = _checked(setup.settings)
+    _check_generation(spec, settings)
+    if setup.baseline and baseline is None:
+        raise BadInput(f"--baseline {setup.baseline}: not read (use conformance.front.runner)")
+    baseline_warnings: list[str] = []
+    if baseline is not None:
+        this_run = {
+            "spec": spec.name,
+            "model": settings.model,
+            "seed": settings.seed,
+            "max_examples": settings.max_examples,
+            "fuzz": settings.fuzz,
+            "suite_version": VERSION,
+        }
+        baseline_warnings = baseline.admit(this_run)
+        settings = replace(settings, known_failures=baseline.known)
+    # The preflight request comes out of the budget too.
+    settings = replace(settings, budget_requests=settings.budget_requests - 1)
+    server, notes = None, []
+    api_key = setup.api_key
+    if setup.target_url:
+        target, note = base_url(setup.target_url, spec.operation_path, spec.path_prefix)
+        notes += [note] if note else []
+    else:
+        # The embedded default: the reference target of the spec's flavour, with a key of
+        # its own so that the auth requirements are exercised too.
+        from conformance.reference import ReferenceServer
+
+        api_key = "sk-reference-" + secrets.token_hex(12)
+        flavor = spec.name if spec.name in BUILTIN_SPECS else "aihubmix"
+        if spec.operation_path != OPERATION_PATH:
+            raise BadInput(
+                f"the embedded target serves POST {OPERATION_PATH}, the spec's operation is "
+                f"POST {spec.operation_path}: pass --target-url"
+            )
+        server = ReferenceServer(flavor, api_key=api_key, models=(REFERENCE_MODEL,))
+        target = server.start()
+    client = Client(
+        base_url=target,
+        path=spec.operation_path,
+        api_key=api_key,
+        media_type=spec.request_media_type,
+        extra_headers=dict(setup.headers),
+        limits=setup.limits,
+        retry=RetryPolicy(),
+        pacer=Pacer(setup.rps / setup.workers if setup.rps else None),
+        concurrency=settings.concurrency,
+    )
+    run = Run(settings, spec, client, workers=setup.workers)
+    results = Results.for_requirements(run.requirements)
+    results.meta.update(_header(setup, spec, settings, target))
+    results.run_record = record_of(
+        spec, settings, run_id=secrets.token_hex(8), target=results.meta["target"]
+    )
+    if baseline_warnings:
+        results.meta["baseline_warnings"] = baseline_warnings
+        notes = [*notes, *(f"baseline warning: {w}" for w in baseline_warnings)]
+    assembled = Assembled(setup, run, results, baseline, server, notes)
+    if setup.preflight:
+        try:
+            _preflight(assembled)
+        except PreflightFailed as exc:
+            assembled.close()
+            raise BadInput(str(exc)) from None
+    return assembled
+
+
+def _checked(settings: Settings) -> Settings:
+    from conformance.judging.checks import load_checks
+
+    load_checks()  # unknown IDs are option_values.problem's
+    if settings.require_capabilities:
+        try:
+            from conformance.judging import capabilities  # type: ignore[attr-defined,unused-ignore]  # noqa: F401
+        except ImportError:
+            raise BadInput("--require-capabilities: this build has no capability probes") from None
+    return settings
+
+
+def _header(setup: Setup, spec: Spec, settings: Settings, target: str) -> dict[str, Any]:
+    return {
+        "target": target if setup.target_url else "embedded reference target",
+        **document_meta(spec),
+        "strict": settings.strict,
+        "suite_version": VERSION,
+        "errata": [{"id": e.id, "title": e.title, "detail": e.detail} for e in spec.errata],
+        "policies": registry(spec),
+        "conventions": [
+            {"id": c.id, "title": c.title, "detail": c.detail} for c in spec.conventions
+        ],
+        "model": settings.model,
+        "seed": settings.seed,
+        # What a --baseline taken from this run records it was taken with (conformance.reports.baseline).
+        "max_examples": settings.max_examples,
+        "fuzz": settings.fuzz,
+        "concurrency": settings.concurrency,
+        "started": time.time(),
+    }
+
+
+def _preflight(assembled: Assembled) -> None:
+    run, results = assembled.run, assembled.results
+    first = preflight(run.client, run.settings.model, run.spec)
+    results.spent["requests"] += 1 + first.retries
+    results.spent["retries"] += first.retries
+    results.meta[OBSERVED] = {str(first.status): 1}
+    if first.status == 429:
+        # Rate limited already, after the retries: this process's items send nothing.
+        run.rate_limited = True
+        reason = no_verdict_reason(run.client.retry)
+        results.run_record = results.run_record.with_(no_verdict=reason)
+
+
+def conclude(
+    assembled: Assembled, *, runner_error: str | None = None, partial: bool = False
+) -> Verdict:
+    """Have the judge core decide the verdict of the merged Results, and store it."""
+    results = assembled.results
+    results.meta["wall_time"] = round(time.time() - results.meta["started"], 3)
+    attribute(results)  # one defect, one finding: before the baseline and the verdict
+    if assembled.baseline is not None:
+        diff, new = assembled.baseline.compare(results)
+        results.meta["baseline"] = diff
+        results.run_record = results.run_record.with_(baseline_new_failures=new)
+    if runner_error:
+        results.run_record = results.run_record.with_(
+            errors=(*results.run_record.errors, runner_error)
+        )
+    to_dict = getattr(getattr(assembled.run.client, "stats", None), "to_dict", None)
+    if callable(to_dict):  # this process's client: peak in flight, retries...
+        results.meta["client"] = to_dict()
+    verdict = decide(results, partial=partial)
+    verdict.store(results)
+    return verdict
