@@ -5,7 +5,7 @@
 Writes the requirement × target matrix, the capabilities side by side and a score per
 target as HTML and/or Markdown; with neither option, prints the Markdown. Bad input (a
 missing file, not JSON, another schema_version, not a results document) ends with one
-``conformance-compare: error: ...`` line on stderr and exit status 2.
+``conformance-compare: error: ...`` line on stderr and exit status 4 (bad input, as every front door: judging/outcomes.py).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from conformance.judging.exceptions import ConformanceError
+from conformance.judging.outcomes import BAD_INPUT
 from conformance.judging.results import RESULTS_SCHEMA_VERSION, Results
 from conformance.reports.markdown import comparison_markdown
 from conformance.reports.matrix import Comparison, compare
@@ -24,7 +25,6 @@ from conformance.reports.schema import schema_errors
 from conformance.reports.summary import OFFERED_LEGEND
 
 PROG = "conformance-compare"
-EXIT_BAD_INPUT = 2
 
 
 class InputError(ConformanceError):
@@ -98,7 +98,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command; return the exit status (0, or 2 on bad input)."""
+    """Run the command; return the exit status (0, or 4 on bad input: judging.outcomes)."""
     args = _parser().parse_args(argv)
     try:
         runs = [load_results(path) for path in args.results]
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             _write(args.md, markdown)
     except InputError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return BAD_INPUT
     if args.html is None and args.md is None:
         sys.stdout.write(markdown)
     return 0

@@ -10,7 +10,7 @@ combined run record (conformance.judging.combine_shards), so it is the unsharded
 required capabilities, the budget, skipped scenarios and strictness all count. Shards must
 agree on spec, target, model, strictness, required capabilities and seed, and cover 1..N
 exactly once (a doubled shard, the same run given twice, or whole runs are refused): else
-one ``conformance-merge: error:`` line, exit 2. With ``--baseline``, the whole is gated
+one ``conformance-merge: error:`` line, exit 4 (bad input). With ``--baseline``, the whole is gated
 like a single run: only new failure fingerprints fail it (a baseline of another spec is
 refused, of another model or target warned about).
 """
@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from conformance.judging.attribution import attribute
+from conformance.judging.outcomes import BAD_INPUT
 from conformance.judging.record import RunRecord, ShardMismatch, combine_shards
 from conformance.judging.results import Results
 from conformance.judging.verdict import Verdict, decide
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise InputError(f"--baseline {args.baseline}: {errors[0]}")
     except InputError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
+        return BAD_INPUT
     merged, verdict = merge(runs, baseline, record)
     if warnings:
         merged.meta["baseline_warnings"] = warnings

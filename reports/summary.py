@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.judging.outcomes import MEANINGS, SHARD_MEANINGS
 from conformance.judging.requirements import AREAS, Level
 from conformance.judging.results import Results, Tally
 from conformance.judging.verdict import deciding_levels, verdict_word
@@ -72,26 +73,10 @@ def status_of(tally: Tally, *, strict: bool) -> str:
     return PASSED if tally.checked else NOT_TESTED
 
 
-# What each verdict the plugin records means, for the reader of a report.
-VERDICTS = {
-    "passed": "Every requirement that decides the verdict was tested and held, or has a "
-    "stated reason why it could not apply (listed under Not tested).",
-    "failed": "A requirement that decides the verdict failed.",
-    "incomplete": "Nothing failed, but MUST requirements were left untested or scenarios not run (the budget, a missing generator): not a pass.",
-    "error": "A check of the suite raised, a suite test broke, or the run was interrupted.",
-    "not-run": "No request was sent: nothing was judged.",
-    "no-verdict": "The target kept answering 429 after retries: no verdict was reached.",
-}
-
-
+#: What each verdict means, for the reader of a report (the one table: judging.outcomes).
+VERDICTS = MEANINGS
 #: A shard's own word, said of its slice alone.
-SHARD_WORDS = {
-    "passed": "nothing failed",
-    "failed": "a requirement that decides the verdict failed",
-    "incomplete": "scenarios were not run (see below)",
-    "error": "a check of the suite raised or a suite test broke",
-    "no-verdict": "the target kept answering 429",
-}
+SHARD_WORDS = SHARD_MEANINGS
 
 
 def shard_text(verdict: str) -> str:

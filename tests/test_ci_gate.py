@@ -10,6 +10,7 @@ import pytest
 from support import Targets, target_args
 
 from conformance.front.plugin import SUITE_DIR
+from conformance.judging.outcomes import BAD_INPUT
 from conformance.reports.merge import main as merge_main
 
 QUICK = ("-p", "no:cacheprovider", "--max-examples", "3")
@@ -140,7 +141,7 @@ def test_merge_fails_when_one_shard_fails(
     assert (good.ret, bad.ret) == (0, 1)
     files = [str(tmp_path / d / "results.json") for d in ("g", "b")]
     assert merge_main([*files, "--report-dir", str(tmp_path / "m")]) == 1
-    assert merge_main([str(tmp_path / "missing.json")]) == 2
+    assert merge_main([str(tmp_path / "missing.json")]) == BAD_INPUT
 
 
 def test_a_budget_cut_run_is_incomplete_not_passed(

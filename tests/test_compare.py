@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from conformance.judging.outcomes import BAD_INPUT
 from conformance.judging.results import Results
 from conformance.reports.compare import main
 from conformance.reports.markdown import cell
@@ -208,7 +209,7 @@ def test_bad_input_is_one_line_and_exit_2(
     path = tmp_path / "in.json"
     if content is not None:
         path.write_text(content)
-    assert main([str(path)]) == 2
+    assert main([str(path)]) == BAD_INPUT
     captured = capsys.readouterr()
     assert captured.out == ""
     lines = captured.err.splitlines()
@@ -220,14 +221,14 @@ def test_bad_input_is_one_line_and_exit_2(
 def test_names_must_match_the_files(
     two_runs: list[Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main([*map(str, two_runs), "--names", "only-one"]) == 2
+    assert main([*map(str, two_runs), "--names", "only-one"]) == BAD_INPUT
     assert "--names gives 1 name(s) for 2 file(s)" in capsys.readouterr().err
 
 
 def test_unwritable_output_is_bad_input(
     two_runs: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main([str(two_runs[0]), "--md", str(tmp_path / "missing-dir" / "o.md")]) == 2
+    assert main([str(two_runs[0]), "--md", str(tmp_path / "missing-dir" / "o.md")]) == BAD_INPUT
     assert "cannot write it" in capsys.readouterr().err
 
 

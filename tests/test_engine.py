@@ -16,11 +16,12 @@ from support import API_KEY, MODEL, Targets, case
 
 from conformance.front.runner import run_suite
 from conformance.judging.checks import load_checks
+from conformance.judging.outcomes import EXIT_CODES
 from conformance.judging.record import ScenarioRun, SkipCause
 from conformance.judging.requirements import REGISTRY
 from conformance.judging.results import Results, Tally
 from conformance.judging.spec import load_spec
-from conformance.judging.verdict import EXIT_CODES, coverage, decide
+from conformance.judging.verdict import coverage, decide
 from conformance.run.client import Client
 from conformance.run.engine import Run
 from conformance.run.scenarios import SCENARIOS, UNKNOWN_MODEL

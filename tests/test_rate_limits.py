@@ -17,8 +17,8 @@ from hostile_servers import Servers, respond
 from support import API_KEY, MODEL, Targets, case
 
 from conformance.front.plugin import SUITE_DIR
+from conformance.judging.outcomes import NO_VERDICT as EXIT_NO_VERDICT
 from conformance.run.client import Client, Pacer, RetryPolicy
-from conformance.run.engine import EXIT_NO_VERDICT
 from conformance.run.resend import backoff
 
 QUICK = ("-p", "no:cacheprovider", "--max-examples", "3")

@@ -390,7 +390,6 @@ def test_catalogue_cells_keep_the_table_intact(text: str) -> None:
     ("verdict", "css"),
     [
         ("error", "error"),
-        ("not-run", "unknown"),
         ("no-verdict", "unknown"),
         ("incomplete", "incomplete"),
     ],

@@ -14,6 +14,7 @@ import pytest
 from conformance import reports
 from conformance.judging.case import Case
 from conformance.judging.exchange import Exchange, Headers
+from conformance.judging.outcomes import BAD_INPUT
 from conformance.judging.record import ShardMismatch
 from conformance.judging.requirements import Level, Requirement
 from conformance.judging.results import Finding, Results, Tally, latency_summary
@@ -199,7 +200,7 @@ def test_merge_refuses_shards_that_do_not_fit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], shards: list[Results], message: str
 ) -> None:
     paths = _write(tmp_path, shards)
-    assert merge_main([*paths, "--report-dir", str(tmp_path / "out")]) == 2
+    assert merge_main([*paths, "--report-dir", str(tmp_path / "out")]) == BAD_INPUT
     err = capsys.readouterr().err
     assert err.startswith("conformance-merge: error: ") and message in err
     assert err.count("\n") == 1 and not (tmp_path / "out").exists()
@@ -249,7 +250,8 @@ def test_merge_refuses_a_baseline_of_another_spec(
     baseline.write_text(_results(spec="nscale").dumps())
     paths = _write(tmp_path, [_shard(1), _shard(2), _shard(3)])
     assert (
-        merge_main([*paths, "--report-dir", str(tmp_path / "o"), "--baseline", str(baseline)]) == 2
+        merge_main([*paths, "--report-dir", str(tmp_path / "o"), "--baseline", str(baseline)])
+        == BAD_INPUT
     )
     assert "spec 'nscale', this run uses 'aihubmix'" in capsys.readouterr().err
 

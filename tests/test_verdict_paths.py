@@ -20,6 +20,7 @@ from support import examples
 from conformance.front.runner import run_suite
 from conformance.judging.case import Case
 from conformance.judging.exchange import Exchange
+from conformance.judging.outcomes import BAD_INPUT
 from conformance.judging.record import RunRecord, ScenarioRun, SkipCause
 from conformance.judging.requirements import Level, Requirement
 from conformance.judging.results import Finding, Results
@@ -157,7 +158,7 @@ def test_a_doubled_shard_is_refused(
     """Before: ``conformance-merge s1 s1 s2 s3`` said "passed (4 shards)"."""
     shards = _shards(_every_must_passed(), 3)
     paths = _write(tmp_path, [shards[k - 1] for k in order])
-    assert merge_main([*paths, "--report-dir", str(tmp_path / "out")]) == 2
+    assert merge_main([*paths, "--report-dir", str(tmp_path / "out")]) == BAD_INPUT
     err = capsys.readouterr().err
     assert err.startswith("conformance-merge: error: ") and message in err
     assert not (tmp_path / "out").exists()
@@ -170,13 +171,15 @@ def test_shards_of_different_seeds_are_refused(
     seed draws other generated cases: the slices are not one run's cases."""
     shards = _shards(_every_must_passed(), 2)
     shards[1].run_record = shards[1].run_record.with_(seed=1)
-    assert merge_main([*_write(tmp_path, shards), "--report-dir", str(tmp_path / "out")]) == 2
+    assert (
+        merge_main([*_write(tmp_path, shards), "--report-dir", str(tmp_path / "out")]) == BAD_INPUT
+    )
     assert "different seeds (" in capsys.readouterr().err
 
 
 def test_whole_runs_are_not_shards(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     whole = [_run(_identity(run_id=f"r{i}"), _every_must_passed()) for i in range(2)]
-    assert merge_main([*_write(tmp_path, whole), "--report-dir", str(tmp_path / "out")]) == 2
+    assert merge_main([*_write(tmp_path, whole), "--report-dir", str(tmp_path / "out")]) == BAD_INPUT
     assert "whole runs, not shards" in capsys.readouterr().err
 
 

@@ -22,8 +22,7 @@ from typing import Any, NoReturn, cast
 
 from conformance.front.arguments import PROG
 from conformance.judging.exceptions import ConformanceError
-
-BAD_INPUT = 4  # verdict.EXIT_CODES["bad-input"], without importing the judge here
+from conformance.judging.outcomes import BAD_INPUT, OUTCOMES
 
 #: Option groups of the help page, in the order a new user needs them. An option of
 #: conformance/front/options.py missing here is still shown, under "other suite options".
@@ -74,16 +73,6 @@ METAVARS = {
     "--report-dir": "DIR",
 }
 
-#: The verdicts as the help page explains them (verdict.EXIT_CODES has the numbers; a
-#: test keeps the two in step).
-VERDICTS = (
-    ("passed", 0, "every MUST that applies was exercised and held, or has a stated reason"),
-    ("failed", 1, "a MUST failed (a SHOULD too with --strict-should), or a required capability is missing"),
-    ("error", 3, "the suite itself broke (a check raised, a suite test errored)"),
-    ("bad-input", 4, "one ERROR: line: unknown spec, unreachable URL, failed preflight, bad option"),
-    ("no-verdict", 6, "the target kept rate-limiting after the retries"),
-    ("incomplete", 7, "a MUST was never exercised and has no stated reason (or the budget ran out)"),
-)  # fmt: skip
 
 #: Plugins of installed packages the suite does not use (as in pyproject's addopts):
 #: schemathesis's ([fuzz] extra) costs 0.5 s of CPU, anyio's 0.4 s, platformdirs' 0.1 s.
@@ -173,7 +162,7 @@ def help_parser() -> argparse.ArgumentParser:
 
 
 def _epilog() -> str:
-    verdicts = "\n".join(f"  {word:<11} {code}  {when}" for word, code, when in VERDICTS)
+    verdicts = "\n".join(f"  {o.word:<11} {o.exit_code}  {o.when}" for o in OUTCOMES)
     return f"""\
 verdict and exit status (the run's last line says which, and why):
 {verdicts}

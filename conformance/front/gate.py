@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conformance.front.arguments import PROG
+from conformance.judging.outcomes import BAD_INPUT, ERROR, EXIT_CODES
 
-BAD_INPUT, ERROR = 4, 3
 #: What a heading says for a run that reached no verdict of its own.
 NOT_RUN = "⛔ NOT RUN"
 
@@ -187,8 +187,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ERROR: {PROG} gate: args {args.args!r}: {exc}", file=sys.stderr)
         _append(args.output, f"verdict=bad-input\nexit-code={BAD_INPUT}\n")
         return BAD_INPUT
-    from conformance.judging.verdict import EXIT_CODES
-
     report_dir: Path = args.report_dir
     shards = run_shards(run_args, report_dir, args.shards, args.baseline)
     show_logs(shards)

@@ -46,10 +46,10 @@ from conformance.front import forward
 from conformance.front.forward import LIVE, Plan, Shared
 from conformance.judging.contract import Contract
 from conformance.judging.exchange import Exchange
+from conformance.judging.outcomes import BAD_INPUT
 from conformance.judging.spec import Spec
 from conformance.judging.traffic import Seen, har_document, har_of
 from conformance.judging.traffic_judge import Snapshot, TrafficJudge
-from conformance.judging.verdict import EXIT_CODES
 from conformance.reference.serving import ThreadedServer
 
 PROG = "completions-conformance proxy"
@@ -332,12 +332,12 @@ def main(
         problem = problem or f"--listen {args.listen}: HOST:PORT"
     if problem:
         print(f"ERROR: {problem}", file=err)
-        return EXIT_CODES["bad-input"]
+        return BAD_INPUT
     try:
         spec = load_spec(args.spec, strict=args.strict_spec, contract=Contract(args.contract))
     except SpecError as exc:
         print(f"ERROR: --spec {args.spec}: {exc}", file=err)
-        return EXIT_CODES["bad-input"]
+        return BAD_INPUT
     server = ProxyServer(
         args.upstream,
         spec,
@@ -353,7 +353,7 @@ def main(
         url = server.start()
     except (OSError, RuntimeError) as exc:
         print(f"ERROR: --listen {args.listen}: {exc}", file=err)
-        return EXIT_CODES["bad-input"]
+        return BAD_INPUT
     print(f"{PROG}: {url} -> {args.upstream}; live verdict at {url}{LIVE}/", file=out, flush=True)
     while not stop.wait(0.5):
         pass

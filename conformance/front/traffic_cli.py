@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from conformance.judging.contract import DEFAULT_CONTRACT, Contract
-from conformance.judging.verdict import EXIT_CODES
+from conformance.judging.outcomes import BAD_INPUT
 
 if TYPE_CHECKING:
     from conformance.judging.traffic_judge import TrafficJudge
@@ -99,7 +99,7 @@ def main(
         )
     except SpecError as exc:
         print(f"ERROR: --spec {args.spec}: {exc}", file=err)
-        return EXIT_CODES["bad-input"]
+        return BAD_INPUT
     snapshot = judge.snapshot()
     written = write_traffic_reports(snapshot, Path(args.report_dir))
     unjudged = ", ".join(f"{n} {why}" for why, n in sorted(judge.unjudged.items()))
@@ -118,5 +118,5 @@ def main(
             "(above); the others are in the reports",
             file=err,
         )
-        return EXIT_CODES["bad-input"]
+        return BAD_INPUT
     return verdict.exit_code

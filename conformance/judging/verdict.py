@@ -17,22 +17,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from conformance.judging.checks import load_checks
+from conformance.judging.outcomes import EXIT_CODES
 from conformance.judging.record import RunRecord, ScenarioRun, SkipCause, scenario_names
 from conformance.judging.requirements import REGISTRY, Level
 
 if TYPE_CHECKING:
     from conformance.judging.results import Results, Tally
     from conformance.judging.spec import Spec
-
-EXIT_CODES = {
-    "passed": 0,
-    "failed": 1,
-    "error": 3,
-    "bad-input": 4,
-    "no-verdict": 6,
-    "incomplete": 7,
-}
-WORDS = ("passed", "failed", "incomplete", "no-verdict", "error")
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,11 +13,10 @@ import argparse
 import sys
 from typing import NoReturn
 
+from conformance.judging.outcomes import BAD_INPUT
 from conformance.reference.faults import FAULTS
 from conformance.reference.flavors import FLAVORS
 from conformance.reference.server import ReferenceServer, serve_until_signalled
-
-BAD_INPUT = 4
 
 
 class _Parser(argparse.ArgumentParser):

@@ -45,7 +45,6 @@ from conformance.run.session import (
 if TYPE_CHECKING:
     from conformance.run.scenarios import Scenario
 
-EXIT_NO_VERDICT = 6  # not one of pytest's own codes (0-5): no verdict was reached
 T = TypeVar("T")
 
 
