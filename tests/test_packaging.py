@@ -16,6 +16,10 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    # A report written into the checkout (the main job's default reports/out) is not shipped.
+    probe = ROOT / "reports" / "out" / "wheel-probe.json"
+    probe.parent.mkdir(parents=True, exist_ok=True)
+    probe.write_text("{}", encoding="utf-8")
     subprocess.run(
         [
             sys.executable,
@@ -32,6 +36,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=True,
         capture_output=True,
     )
+    probe.unlink()
     return next(out.glob("*.whl"))
 
 
@@ -50,6 +55,7 @@ def test_wheel_carries_packages_specs_and_entry_point(wheel: Path) -> None:
     assert "conformance/strategies/_draw.py" in names
     assert "conformance/strategies/py.typed" in names and "conformance/reports/py.typed" in names
     assert any(n.startswith("conformance/reports/") and n.endswith(".j2") for n in names)
+    assert not any("/out/" in n for n in names)
     # Each file once: the checkout's symlinks are not followed into a second copy.
     assert len(names) == len(set(names))
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
