@@ -19,7 +19,6 @@ from conformance.reports.run_summary import summary_markdown, write_summary
 
 __all__ = [
     "BaselineDiff",
-    "REPORT_WRITERS",
     "check_baseline",
     "compare_to_baseline",
     "render_html",
