@@ -1,11 +1,14 @@
 """Report writers: they read a run's Results and never recompute findings.
 
-``write_all`` is what the plugin calls at the end of a session; the single writers and the
-baseline comparison are public for tools that post-process ``results.json``.
+``write_all`` is what the plugin calls at the end of a session: it writes every format of
+``REPORT_WRITERS`` (a report format is one module here and one entry there;
+ARCHITECTURE.md, "Add a report format"). The single writers and the baseline comparison are
+public for tools that post-process ``results.json``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from conformance.judging.results import Results
@@ -34,12 +37,19 @@ def write_json(results: Results, path: Path) -> Path:
     return path
 
 
+#: Writes one report of a run's Results to the path given; returns the path written.
+ReportWriter = Callable[[Results, Path], Path]
+
+#: Every report a run writes, by file name, in the order written.
+REPORT_WRITERS: dict[str, ReportWriter] = {
+    "junit.xml": write_junit,
+    "report.html": write_html,
+    "results.json": write_json,
+    "summary.md": write_summary,
+}
+
+
 def write_all(results: Results, report_dir: Path) -> list[Path]:
-    """Write every report of a run into ``report_dir``; return the files written."""
+    """Write every report of ``REPORT_WRITERS`` into ``report_dir``; return the files written."""
     report_dir.mkdir(parents=True, exist_ok=True)
-    return [
-        write_junit(results, report_dir / "junit.xml"),
-        write_html(results, report_dir / "report.html"),
-        write_json(results, report_dir / "results.json"),
-        write_summary(results, report_dir / "summary.md"),
-    ]
+    return [write(results, report_dir / name) for name, write in REPORT_WRITERS.items()]

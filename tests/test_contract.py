@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 from support import API_KEY, MODEL, Targets
 
-from conformance.front.proofs import CONTRACT_SHAPES, EXACT, TOLERANCE
+from conformance.front.proofs import CONTRACT_SHAPES, TOLERANCE
+from conformance.front.proofs_exact import EXACT
 from conformance.front.runner import Outcome, run_suite
 from conformance.judging.contract import (
     OPENAI_TYPES,

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from conformance.judging.checks import logprobs
+from conformance.judging.checks import logprobs_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -87,7 +87,7 @@ def test_streamed_offsets_that_stall_fail_and_advancing_offsets_pass(
     chunks[2]["choices"][0]["logprobs"]["text_offset"] = [13]
     fixed["response"]["body"] = sse(chunks)
     assert failed(fixed) == set()
-    monkeypatch.setattr(logprobs, "_check_advance", lambda *a: None)
+    monkeypatch.setattr(logprobs_rules, "_check_advance", lambda *a: None)
     assert "STREAM-LOGPROBS-OFFSETS" not in failed(data)
 
 
@@ -120,7 +120,7 @@ def test_offsets_spanning_more_than_the_text_fail_without_echo(
     body["choices"][0]["logprobs"]["text_offset"] = [0, 6, 7]
     fixed["response"]["body"] = json.dumps(body)
     assert failed(fixed) == {"LOGPROBS-TOKENS-TEXT"}  # the token_id:N tokens stay a SHOULD
-    monkeypatch.setattr(logprobs, "_check_span", lambda *a: None)
+    monkeypatch.setattr(logprobs_rules, "_check_span", lambda *a: None)
     assert "LOGPROBS-OFFSETS" not in failed(data)
 
 

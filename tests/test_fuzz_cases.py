@@ -43,7 +43,7 @@ def test_integral_floats_and_open_counts_are_read_as_the_request_means_them() ->
     (CHOICES-COUNT and LOGPROBS-PRESENCE false alarms); a negative ``n`` (valid under
     Nscale) made CHOICES-COUNT expect a negative count."""
     from conformance.judging.case import Case
-    from conformance.judging.checks.logprobs import requested_logprobs
+    from conformance.judging.checks.logprobs_rules import requested_logprobs
 
     assert Case({"n": 3.0}).n == 3 and Case({"n": 2}).n == 2
     assert Case({"n": True}).n == 1 and Case({"n": 2.5}).n == 1

@@ -26,7 +26,7 @@ import httpx
 import pytest
 
 from conformance import Settings, Setup, run_suite
-from conformance.front.proofs import EXACT
+from conformance.front.proofs_exact import EXACT
 from conformance.front.proxy import LIVE, ProxyServer
 from conformance.front.traffic_cli import main as judge_main
 from conformance.judging.spec import load_spec

@@ -1,8 +1,5 @@
 """The contract: one OpenAPI document, loaded, resolved and corrected by errata.
 
-(Over 500 lines: loading and the errata stay together, since each erratum's detection
-and fix read the same extracted schemas; the policies live in conformance/judging/policies.py.)
-
 A :class:`Spec` is built once per run from a vendored document, a path or a URL
 (conformance/judging/spec_source.py reads and caches it). It finds the completions operation
 where OpenAPI puts it, a server URL's path followed by a path key (``/v1`` +
@@ -13,9 +10,10 @@ response headers and the security scheme. Validators are compiled once here, nev
 response.
 
 The vendored documents have real defects (see specs/README.md). Each erratum is named
-after its defect, detected in the document itself (so a spec given by path gets them
-too) and applied only where the defect is present, as a schema transformation; it is
-recorded in ``Spec.errata``. The suite's own interpretations are policies
+after its defect (conformance/judging/errata.py), detected in the document itself (so a
+spec given by path gets them too) and applied only where the defect is present, as a
+schema transformation (conformance/judging/spec_errata.py); it is recorded in
+``Spec.errata``. The suite's own interpretations are policies
 (conformance/judging/policies.py, ``Spec.policies``). ``strict=True`` (``--strict-spec``) switches
 both off: the document as written. Conventions (``Spec.conventions``: FastAPI's raw
 stream schema, its automatic 422, a document listing no 4xx) are how a document's
@@ -27,7 +25,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Callable, Iterator
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
@@ -35,35 +32,18 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from jsonschema.exceptions import ValidationError, best_match
-from openapi_schema_validator import (
-    OAS30Validator,
-    OAS31Validator,
-    oas30_format_checker,
-    oas31_format_checker,
-)
 
 from conformance.judging.contract import DEFAULT_CONTRACT, Contract
 from conformance.judging.errata import (
-    ECHO_FIRST_LOGPROB_NOT_NULLABLE,
-    EVENT_STREAM_MEDIA_TYPE_UNDECLARED,
-    EVENT_STREAM_SCHEMA_IS_ARRAY,
     EVENT_STREAM_SCHEMA_IS_STRING,
     FASTAPI_VALIDATION_422,
     NO_CLIENT_ERRORS_DECLARED,
-    NULL_DEFAULT_ON_OBJECT_SCHEMA,
-    NULLABLE_IN_OPENAPI_3_1,
-    OBJECT_TYPE_BESIDE_STRING_ARRAY_ANYOF,
-    STREAM_CHUNK_NULLS_FORBIDDEN,
     Convention,
     Erratum,
 )
 from conformance.judging.exceptions import ConformanceError
-from conformance.judging.policies import (
-    NULL_RESPONSE_FIELDS,
-    REQUEST_ID_HEADER,
-    Policy,
-    active_policies,
-)
+from conformance.judging.policies import REQUEST_ID_HEADER, Policy, active_policies
+from conformance.judging.spec_errata import apply_errata, compile_validator
 from conformance.judging.spec_source import (
     Fetch,
     Source,
@@ -79,9 +59,6 @@ OPERATION_PATH = "/v1/completions"
 BUILTIN_SPECS = ("nscale", "aihubmix", "openai")
 #: ``--spec target``: the document the target publishes (spec_source.TARGET_DOCUMENT_PATHS).
 TARGET_SPEC = "target"
-# Response fields that real servers send as null although OpenAPI 3.0 documents type them
-# as non-nullable (docs/design.md): tolerated at MUST level, reported at SHOULD level.
-NULLED_FIELDS = ("logprobs", "finish_reason", "usage", "param")
 
 Schema = dict[str, Any]
 
@@ -239,15 +216,6 @@ def resolve_refs(node: Any, root: Any = None) -> Any:
     return walk(node, ())
 
 
-def _object_branches(schema: Schema) -> list[Schema]:
-    """The object schemas a chunk may be: the schema itself, or the branches of its
-    top-level anyOf/oneOf (FastAPI's ``anyOf: [Completion, string]``)."""
-    if "properties" in schema:
-        return [schema]
-    branches = schema.get("anyOf") or schema.get("oneOf") or []
-    return [b for b in branches if isinstance(b, dict) and "properties" in b]
-
-
 def _first_schema(response: Any) -> Schema | None:
     """The schema of a response's first media type that has one."""
     for media in (response or {}).get("content") or {}:
@@ -263,27 +231,6 @@ def _is_fastapi_validation_error(schema: Schema) -> bool:
     items = detail.get("items") or {}
     fields = set(items.get("required") or ()) | set(items.get("properties") or ())
     return schema.get("title") == "HTTPValidationError" or {"loc", "msg", "type"} <= fields
-
-
-def _nodes(node: Any) -> Iterator[dict[str, Any]]:
-    """Every mapping in a resolved schema tree, parents first."""
-    if isinstance(node, dict):
-        yield node
-        for value in node.values():
-            yield from _nodes(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _nodes(value)
-
-
-def _drop_key(nodes: list[dict[str, Any]], key: str) -> None:
-    for node in nodes:
-        node.pop(key, None)
-
-
-def _allow_null(schema: Schema) -> Schema:
-    """A schema that accepts what ``schema`` accepts, and null."""
-    return {"anyOf": [{"type": "null"}, schema]}
 
 
 class Spec:
@@ -347,12 +294,6 @@ class Spec:
         self._build(resolved)
 
     # -- construction -----------------------------------------------------------------
-
-    def _apply(self, erratum: Erratum, applies: bool, fix: Callable[[], None]) -> None:
-        """Apply one erratum when its defect is present and errata are not switched off."""
-        if applies and not self.strict:
-            fix()
-            self.errata.append(erratum)
 
     def _build(self, resolved: Schema) -> None:
         op = self.operation
@@ -418,7 +359,7 @@ class Spec:
             for s in self.security_schemes.values()
         )
         self.request_id_header = self._find_request_id_header()
-        self._apply_errata()
+        apply_errata(self)
 
     def _find_request_id_header(self) -> str | None:
         """A request-id header named in the spec text (AIHubMix names ``X-Request-Id``).
@@ -436,200 +377,6 @@ class Spec:
         return any(e.id == rule_id for e in self.errata) or any(
             p.id == rule_id for p in self.policies
         )
-
-    def _apply_errata(self) -> None:
-        says_null = any(
-            n.get("nullable") is True or "null" in str(n.get("type"))
-            for s in (self.response_schema, self.stream_chunk_schema, self.error_schema)
-            for n in _nodes(s or {})
-        )
-        schemas = [self.request_schema, self.response_schema, self.stream_chunk_schema]
-        live = [s for s in schemas if s]
-
-        # `type: object` beside an anyOf whose branches are strings and arrays.
-        def contradictory(node: dict[str, Any]) -> bool:
-            branches = node.get("anyOf") or node.get("oneOf") or []
-            return (
-                node.get("type") == "object"
-                and bool(branches)
-                and all(
-                    isinstance(b, dict) and b.get("type") in ("string", "array") for b in branches
-                )
-            )
-
-        bad = [n for s in live for n in _nodes(s) if contradictory(n)]
-        self._apply(
-            OBJECT_TYPE_BESIDE_STRING_ARRAY_ANYOF,
-            bool(bad),
-            lambda: _drop_key(bad, "type"),
-        )
-
-        # An event-stream schema typed as an array of chunks: each event is one item.
-        chunk = self.stream_chunk_schema
-        is_array = chunk is not None and chunk.get("type") == "array" and "items" in chunk
-
-        def per_event() -> None:
-            self.stream_chunk_schema = chunk["items"]  # type: ignore[index]
-
-        self._apply(
-            EVENT_STREAM_SCHEMA_IS_ARRAY,
-            is_array,
-            per_event,
-        )
-
-        # No event-stream media type, though `stream` promises server-sent events.
-        stream_prop = (self.request_schema.get("properties") or {}).get("stream") or {}
-        promises_sse = "server-sent events" in json.dumps(stream_prop).lower()
-
-        def share_shape() -> None:
-            self.stream_media_type = "text/event-stream"
-            self.stream_chunk_schema = copy.deepcopy(self.response_schema)
-
-        self._apply(
-            EVENT_STREAM_MEDIA_TYPE_UNDECLARED,
-            self.stream_media_type is None and promises_sse and self.response_schema is not None,
-            share_shape,
-        )
-
-        # `default: null` on a branch typed `object`, which openapi-spec-validator rejects;
-        # the null branch beside it is the intent.
-        null_defaults = [
-            n
-            for n in _nodes(self.request_schema)
-            if "default" in n and n["default"] is None and n.get("type") == "object"
-        ]
-        self._apply(
-            NULL_DEFAULT_ON_OBJECT_SCHEMA,
-            bool(null_defaults),
-            lambda: _drop_key(null_defaults, "default"),
-        )
-
-        # OpenAPI 3.0 `nullable` inside a 3.1 document.
-        def nullable_nodes() -> list[dict[str, Any]]:
-            return [
-                n
-                for s in (self.request_schema, self.response_schema, self.error_schema)
-                if s
-                for n in _nodes(s)
-                if n.get("nullable") is True
-            ]
-
-        self._apply(
-            NULLABLE_IN_OPENAPI_3_1,
-            self.is_31 and bool(nullable_nodes()),
-            self._rewrite_nullable,
-        )
-
-        # Streamed chunks: finish_reason/logprobs null until the last chunk, usage null
-        # on every chunk but the usage chunk. A defect only where the chunk schema
-        # forbids those nulls.
-        self._apply(
-            STREAM_CHUNK_NULLS_FORBIDDEN,
-            self.stream_chunk_schema is not None and self._chunk_forbids_nulls(),
-            self._relax_chunk_nulls,
-        )
-
-        # With echo, the first prompt token has no logprob; OpenAI sends null in
-        # token_logprobs and top_logprobs, which both documents type as numbers/objects.
-        arrays = self._logprobs_arrays()
-        self._apply(
-            ECHO_FIRST_LOGPROB_NOT_NULLABLE,
-            any(not self._accepts_null(a["items"]) for a in arrays),
-            self._allow_null_logprob_items,
-        )
-
-        # Policy null-response-fields: in force only where the document forbids those nulls
-        # without ever saying null anywhere in its answers (a document that marks other
-        # fields nullable meant these ones not to be).
-        if self.uses(NULL_RESPONSE_FIELDS.id):
-            if self._forbidden_null_fields() and not says_null:
-                self._allow_null_fields(NULLED_FIELDS)
-            else:
-                self.policies = tuple(p for p in self.policies if p != NULL_RESPONSE_FIELDS)
-
-    def _forbidden_null_fields(self) -> list[str]:
-        """The NULLED_FIELDS some response schema types non-nullable."""
-        return [
-            field
-            for schema in (self.response_schema, self.stream_chunk_schema, self.error_schema)
-            for node in _nodes(schema or {})
-            for props in [node.get("properties")]
-            if isinstance(props, dict)
-            for field in NULLED_FIELDS
-            if isinstance(props.get(field), dict) and not self._accepts_null(props[field])
-        ]
-
-    def _accepts_null(self, schema: Any) -> bool:
-        validator = self._validator(schema if isinstance(schema, dict) else {})
-        return bool(validator.is_valid(None))
-
-    def _chunk_forbids_nulls(self) -> bool:
-        fields: list[Any] = []
-        for chunk in _object_branches(self.stream_chunk_schema or {}):
-            props = chunk.get("properties") or {}
-            items = (props.get("choices") or {}).get("items") or {}
-            fields += [props.get("usage")] + [
-                (items.get("properties") or {}).get(f) for f in ("finish_reason", "logprobs")
-            ]
-        return any(isinstance(f, dict) and not self._accepts_null(f) for f in fields)
-
-    def _rewrite_nullable(self) -> None:
-        def rewrite(node: Any) -> Any:
-            if isinstance(node, dict):
-                out = {k: rewrite(v) for k, v in node.items() if k != "nullable"}
-                return _allow_null(out) if node.get("nullable") is True else out
-            if isinstance(node, list):
-                return [rewrite(v) for v in node]
-            return node
-
-        self.request_schema = rewrite(self.request_schema)
-        self.response_schema = rewrite(self.response_schema)
-        self.error_schema = rewrite(self.error_schema)
-        if self.stream_chunk_schema is not None:
-            self.stream_chunk_schema = rewrite(self.stream_chunk_schema)
-
-    def _relax_chunk_nulls(self) -> None:
-        whole = copy.deepcopy(self.stream_chunk_schema) or {}
-        for chunk in _object_branches(whole):
-            props = chunk.get("properties") or {}
-            if "usage" in props:
-                props["usage"] = self._nullable(props["usage"])
-            items = (props.get("choices") or {}).get("items") or {}
-            for field in ("finish_reason", "logprobs"):
-                if field in (items.get("properties") or {}):
-                    items["properties"][field] = self._nullable(items["properties"][field])
-        self.stream_chunk_schema = whole
-
-    def _logprobs_arrays(self) -> list[dict[str, Any]]:
-        """The token_logprobs / top_logprobs array schemas of the response schemas."""
-        return [
-            props[name]
-            for schema in (self.response_schema, self.stream_chunk_schema)
-            for node in _nodes(schema or {})
-            for props in [node.get("properties")]
-            if isinstance(props, dict) and "token_logprobs" in props
-            for name in ("token_logprobs", "top_logprobs")
-            if isinstance(props.get(name), dict) and "items" in props[name]
-        ]
-
-    def _allow_null_logprob_items(self) -> None:
-        for array in self._logprobs_arrays():
-            array["items"] = self._nullable(array["items"])
-
-    def _nullable(self, schema: Schema) -> Schema:
-        """``schema`` or null, in the dialect of this document."""
-        # OpenAPI 3.0 has no null type: its validators honour `nullable` instead.
-        return _allow_null(schema) if self.is_31 else {**schema, "nullable": True}
-
-    def _allow_null_fields(self, fields: tuple[str, ...]) -> None:
-        for schema in (self.response_schema, self.stream_chunk_schema, self.error_schema):
-            for node in _nodes(schema or {}):
-                props = node.get("properties")
-                if not isinstance(props, dict):
-                    continue
-                for field in fields:
-                    if isinstance(props.get(field), dict) and not self._accepts_null(props[field]):
-                        props[field] = self._nullable(props[field])
 
     # -- queries ------------------------------------------------------------------------
 
@@ -660,11 +407,7 @@ class Spec:
         return ()
 
     def _validator(self, schema: Schema | None) -> Any:
-        if schema is None:
-            return None
-        if self.is_31:
-            return OAS31Validator(schema, format_checker=oas31_format_checker)
-        return OAS30Validator(schema, format_checker=oas30_format_checker)
+        return None if schema is None else compile_validator(schema, self.is_31)
 
     @cached_property
     def validators(self) -> dict[str, Any]:

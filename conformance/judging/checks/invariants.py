@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from itertools import pairwise
 
+# LOGPROBS-* register before this module's requirements, as they always have: the
+# registry's order is the order every exchange is judged in, and so of its findings.
+import conformance.judging.checks.logprobs  # noqa: F401
 from conformance.judging.checks.common import choices_of, completion, declares, is_int, says
-from conformance.judging.checks.logprobs import (
+from conformance.judging.checks.logprobs_rules import (
     arrays,
     logprobs_objects,
     path_of,

@@ -23,7 +23,8 @@ from conformance.judging.checks.common import (
     media_matches,
 )
 from conformance.judging.requirements import Context, Level, Violation, requirement
-from conformance.judging.spec import NULLED_FIELDS, Spec, describe
+from conformance.judging.spec import Spec, describe
+from conformance.judging.spec_errata import NULLED_FIELDS
 
 MUST, SHOULD = Level.MUST, Level.SHOULD
 OPENAI = "OpenAI /v1/completions behaviour relied on by OpenAI clients"

@@ -22,7 +22,7 @@ from conformance.judging.checks.common import (
     says,
     schema_owns,
 )
-from conformance.judging.checks.logprobs import echoed, path_of
+from conformance.judging.checks.logprobs_rules import echoed, path_of
 from conformance.judging.checks.views import (
     Answer,
     Labelled,

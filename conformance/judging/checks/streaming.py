@@ -31,7 +31,7 @@ from conformance.judging.checks.common import (
     schema_owns,
     streamed_200,
 )
-from conformance.judging.checks.logprobs import check_presence, requested_logprobs
+from conformance.judging.checks.logprobs_rules import check_presence, requested_logprobs
 from conformance.judging.checks.response import Owned, finish_outside_enum, schema_problem
 from conformance.judging.checks.semantics import (
     check_finish_enum,

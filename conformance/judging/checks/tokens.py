@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.judging.checks.common import completion, declares, is_int, says
-from conformance.judging.checks.logprobs import (
+from conformance.judging.checks.logprobs_rules import (
     arrays,
     echoed,
     logprobs_objects,
