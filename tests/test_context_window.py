@@ -104,7 +104,7 @@ def test_a_target_refusing_token_ids_gets_the_prompt_as_text(targets: Targets) -
 def test_a_prompt_over_the_window_served_fails(targets: Targets) -> None:
     outcome = play(targets, "context-window-ignored")
     assert [rid for rid, _, _ in outcome.verdict.failed] == [RID]
-    message = outcome.results.tallies[RID].examples[0]["message"]
+    message = outcome.results.tallies[RID].examples[0].message
     assert "8192-token context window" in message and "'length'" in message
 
 

@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from support import set_meta
 
 from conformance import reports
 from conformance.judging.case import Case
@@ -75,8 +76,9 @@ def make_results(**meta: object) -> Results:
         {"case": "stream", "ttfb_s": 0.012, "total_s": 0.05, "buffered": False},
         {"case": "late", "ttfb_s": None, "p95_gap_s": 0.3, "buffered": True},
     ]
-    results.meta.update(
-        {
+    set_meta(
+        results,
+        **{
             "target": "https://target.example",
             "spec": "aihubmix",
             "spec_title": "AIHubMix 1.0",
@@ -87,7 +89,7 @@ def make_results(**meta: object) -> Results:
             "verdict": "failed",
             "observed_statuses": {"200": 7, "400": 1},
             **meta,
-        }
+        },
     )
     return results
 
@@ -261,7 +263,8 @@ def test_html_escapes_everything_the_target_supplies() -> None:
     results.record(plain, [Finding("SHOULD-FAIL", "failed", bad)])
     results.capabilities = {bad: {"outcome": "ignored", "detail": bad}}
     results.latency = [{bad: bad}]
-    results.meta.update(
+    set_meta(
+        results,
         target=bad,
         spec=bad,
         spec_title=bad,

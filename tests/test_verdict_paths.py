@@ -19,11 +19,11 @@ from support import examples
 
 from conformance.front.runner import run_suite
 from conformance.judging.case import Case
+from conformance.judging.decision import decide
 from conformance.judging.exchange import Exchange
 from conformance.judging.record import RunRecord, ScenarioRun, SkipCause
 from conformance.judging.requirements import Level, Requirement
 from conformance.judging.results import Finding, Results
-from conformance.judging.verdict import decide
 from conformance.judging.wire import exchange_from_wire
 from conformance.reports.merge import main as merge_main
 from conformance.reports.merge import merge
@@ -109,7 +109,7 @@ def _shards(items: list[Results], n: int, **identity: Any) -> list[Results]:
     for k in range(1, n + 1):
         record = _identity(run_id=f"run{k}", shards=(f"{k}/{n}",), **identity)
         shard = _run(record, items[k - 1 :: n])
-        decide(shard, partial=True).store(shard)
+        shard.decided(decide(shard, partial=True))
         out.append(Results.from_json(json.loads(shard.dumps())))
     return out
 

@@ -214,14 +214,14 @@ class SuiteSession:
             self.config.hook.pytest_deselected(items=dropped)
         items[:] = keep
         results = self.assembled.results
-        results.meta["shard"] = shard
+        results.info.shard = shard
         results.run_record = results.run_record.with_(shards=(shard,))
 
     def pytest_report_header(self) -> list[str]:
-        meta, spec = self.assembled.results.meta, self.assembled.spec
+        info, spec = self.assembled.results.info, self.assembled.spec
         lines = [
-            f"conformance: target {meta['target']}, spec {spec.name} ({meta['spec_title']}), "
-            f"model {meta['model']}, concurrency {meta['concurrency']}",
+            f"conformance: target {info.target}, spec {spec.name} ({info.spec_title}), "
+            f"model {info.model}, concurrency {info.concurrency}",
             *(f"conformance: {note}" for note in self.assembled.notes),
         ]
         from conformance.judging.spec_notes import header_lines
@@ -293,7 +293,7 @@ class SuiteSession:
         report_dir = Path(
             os.path.abspath(Path(config.invocation_params.dir, config.option.report_dir))
         )
-        from conformance.judging.verdict import failing
+        from conformance.judging.decision import failing
 
         # Whether a suite test failed for a conformance failure (as ItemRun.outcome does).
         failed = bool(failing(self.assembled.results, self.assembled.results.run_record))

@@ -9,12 +9,13 @@ This layer may import the reports; the engine and the judge core below it never 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from conformance.judging.events import Listener, RunFinished, RunStarted
 from conformance.judging.results import Results
+from conformance.judging.run_info import BaselineDiff
 from conformance.judging.verdict import Verdict
 from conformance.run.assembly import Assembled, BadInput, conclude
 from conformance.run.assembly import assemble as assemble_run
@@ -45,7 +46,7 @@ class FileBaseline:
     def known(self) -> frozenset[str]:
         return frozenset(t.id for t in self.results.tallies.values() if t.failed)
 
-    def admit(self, this_run: Mapping[str, Any]) -> list[str]:
+    def admit(self, this_run: Mapping[str, object]) -> list[str]:
         from conformance.reports.baseline import check_baseline
 
         refused, warnings = check_baseline(this_run, self.results)
@@ -53,11 +54,10 @@ class FileBaseline:
             raise BadInput(f"--baseline {self.path}: {refused[0]}")
         return warnings
 
-    def compare(self, results: Results) -> tuple[dict[str, Any], tuple[str, ...]]:
+    def compare(self, results: Results) -> BaselineDiff:
         from conformance.reports.baseline import compare_to_baseline
 
-        diff = compare_to_baseline(results, self.results)
-        return diff.to_json() | {"file": self.path}, tuple(diff.new_failures)
+        return replace(compare_to_baseline(results, self.results), file=self.path)
 
 
 def assemble(setup: Setup) -> Assembled:
