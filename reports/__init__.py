@@ -6,8 +6,10 @@ baseline comparison are public for tools that post-process ``results.json``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from conformance.judging.events import Event, RunFinished
 from conformance.judging.results import Results
 from conformance.reports.baseline import BaselineDiff, check_baseline, compare_to_baseline
 from conformance.reports.html import render_html, write_html
@@ -16,6 +18,7 @@ from conformance.reports.run_summary import summary_markdown, write_summary
 
 __all__ = [
     "BaselineDiff",
+    "ReportWriter",
     "check_baseline",
     "compare_to_baseline",
     "render_html",
@@ -35,7 +38,10 @@ def write_json(results: Results, path: Path) -> Path:
 
 
 def write_all(results: Results, report_dir: Path) -> list[Path]:
-    """Write every report of a run into ``report_dir``; return the files written."""
+    """Write every report of a run into ``report_dir``; return the files written.
+
+    ``results`` carries the verdict the judge core decided (``results.verdict``): every
+    report is a function of these typed objects."""
     report_dir.mkdir(parents=True, exist_ok=True)
     return [
         write_junit(results, report_dir / "junit.xml"),
@@ -43,3 +49,16 @@ def write_all(results: Results, report_dir: Path) -> list[Path]:
         write_json(results, report_dir / "results.json"),
         write_summary(results, report_dir / "summary.md"),
     ]
+
+
+@dataclass
+class ReportWriter:
+    """A listener of the run's events (conformance.judging.events) that writes every report
+    into ``report_dir`` when it hears RunFinished; ``written`` lists the files."""
+
+    report_dir: Path
+    written: list[Path] = field(default_factory=list)
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, RunFinished):
+            self.written = write_all(event.results, self.report_dir)

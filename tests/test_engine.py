@@ -353,7 +353,7 @@ def test_a_run_is_told_as_typed_events() -> None:
     heard: list[Any] = []
     outcome = run_suite(Setup(), scenarios=(UNKNOWN_MODEL, DEEP_FUZZ), listeners=[heard.append])
     assert isinstance(heard[0], RunStarted) and heard[0].record.musts
-    assert heard[-1] == RunFinished(outcome.verdict)
+    assert heard[-1] == RunFinished(outcome.results, outcome.verdict)
     judged = [e for e in heard if isinstance(e, ExchangeJudged)]
     assert len(judged) == 1 and judged[0].status == 404 and judged[0].failed == ()
     finished = [e.run for e in heard if isinstance(e, ScenarioFinished)]

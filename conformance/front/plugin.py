@@ -286,7 +286,8 @@ class SuiteSession:
         if hasattr(config, "workerinput") or config.option.collectonly:
             return
         from conformance.front.runner import finish
-        from conformance.front.terminal import closing_lines
+        from conformance.front.terminal import ClosingBlock
+        from conformance.reports import ReportWriter
 
         self.assembled.run.close()
         # Normalised: "--report-dir ../runs/x" is shown as .../runs/x, not .../repo/../runs/x.
@@ -297,28 +298,26 @@ class SuiteSession:
 
         # Whether a suite test failed for a conformance failure (as ItemRun.outcome does).
         failed = bool(failing(self.assembled.results, self.assembled.results.run_record))
-        verdict, written = finish(
+        # The run told as events: RunFinished is heard by the report writer, then by the
+        # closing block (which names the files written), as by any listener of the run.
+        writer = ReportWriter(report_dir)
+        block = ClosingBlock(
+            self.assembled.spec,
+            reports=lambda: writer.written,
+            tests_deselected=self.tests_deselected,
+        )
+        verdict, _ = finish(
             self.assembled,
-            report_dir,
+            None,
             runner_error=self.usage_error or _runner_error(exitstatus, failing=failed),
             partial=bool(config.option.shard),
+            listeners=(writer, block),
         )
-        from conformance.judging.events import RunFinished
-
-        self.assembled.run.emit(RunFinished(verdict))
         # An error keeps pytest's own code (interrupted, internal error, usage...).
         keep = verdict.word == "error" and exitstatus not in (0, 1)
         session.exitstatus = exitstatus if keep else verdict.exit_code
-        results = self.assembled.results
         self.passed = verdict.word == "passed"
-        self.closing = closing_lines(
-            verdict,
-            results,
-            self.assembled.spec,
-            written,
-            [],
-            tests_deselected=self.tests_deselected,
-        )
+        self.closing = block.lines
         if self.usage_error:
             self.closing.insert(-1, f"ERROR: {self.usage_error}")
 

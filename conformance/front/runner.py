@@ -72,14 +72,23 @@ def finish(
     *,
     runner_error: str | None = None,
     partial: bool = False,
+    listeners: Iterable[Listener] = (),
 ) -> tuple[Verdict, list[Path]]:
-    """The verdict of the merged Results (decided by the judge core), and the reports."""
+    """The verdict of the merged Results (decided by the judge core), told as RunFinished
+    to the run's listeners: the reports are written by one (ReportWriter, registered here
+    first when ``report_dir`` is given), then ``listeners`` (the terminal's block) hear it."""
     verdict = conclude(assembled, runner_error=runner_error, partial=partial)
-    if report_dir is None:
-        return verdict, []
-    from conformance.reports import write_all
+    emit = assembled.run.emit
+    writer = None
+    if report_dir is not None:
+        from conformance.reports import ReportWriter
 
-    return verdict, write_all(assembled.results, report_dir)
+        writer = ReportWriter(report_dir)
+        emit.listen(writer)
+    for listener in listeners:
+        emit.listen(listener)
+    emit(RunFinished(assembled.results, verdict, partial))
+    return verdict, [] if writer is None else list(writer.written)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +115,8 @@ def run_suite(
 
     assembled = assemble(setup)
     emit = assembled.run.emit
-    emit.listeners.extend(listeners)
+    for listener in listeners:
+        emit.listen(listener)
     emit(RunStarted(assembled.results.run_record))
     try:
         played = execute(
@@ -116,5 +126,4 @@ def run_suite(
         assembled.close()
     errors = [f"{p.name}: {p.outcome.message}" for p in played if p.outcome.word == "error"]
     verdict, written = finish(assembled, report_dir, runner_error=errors[0] if errors else None)
-    emit(RunFinished(verdict))
     return Outcome(assembled.results, verdict, tuple(played), tuple(written))

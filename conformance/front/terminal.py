@@ -5,9 +5,11 @@ why, the report files, one line of counts, and the verdict last."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from conformance.judging.events import Event, RunFinished
 from conformance.judging.results import Results
 from conformance.judging.spec import Spec
 from conformance.judging.verdict import Verdict
@@ -152,3 +154,26 @@ def verdict_line(verdict: Verdict, results: Results) -> str:
         f"{int(spent['tokens'])} tokens, {int(spent['retries'])} retries; "
         f"{results.info.wall_time or 0.0:.1f} s"
     )
+
+
+@dataclass
+class ClosingBlock:
+    """A listener of the run's events that builds the closing lines when it hears
+    RunFinished (the reports already written: ``reports`` says which), verdict last."""
+
+    spec: Spec
+    reports: Callable[[], Iterable[Path]] = tuple
+    notes: tuple[str, ...] = ()
+    tests_deselected: int = 0
+    lines: list[str] = field(default_factory=list)
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, RunFinished):
+            self.lines = closing_lines(
+                event.verdict,
+                event.results,
+                self.spec,
+                self.reports(),
+                self.notes,
+                tests_deselected=self.tests_deselected,
+            )

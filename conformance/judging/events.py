@@ -3,9 +3,13 @@
 The engine emits, in this order per run: ``RunStarted``; for each judged exchange an
 ``ExchangeJudged`` (sent, answered, judged); for each played item a ``ScenarioFinished``
 (with the record entry: how it ended, and when it was not run or cut short, why); and the
-runner ends with ``RunFinished`` carrying the verdict the judge core decided. A listener
-is any callable taking an ``Event``; chains play in threads of their own, so the engine
-delivers events under a lock, one at a time.
+runner ends with ``RunFinished`` carrying the typed Results and the verdict the judge
+core decided. A listener is any callable taking an ``Event``, added with
+``Emitter.listen`` (``Run.emit``; ``run_suite(listeners=...)``): the reports are written
+by one (conformance.reports.ReportWriter) and the terminal's closing block is built by
+another (conformance.front.terminal.ClosingBlock), so a new consumer needs no hook into
+the engine. Chains play in threads of their own, so the engine delivers events under a
+lock, one at a time.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from conformance.judging.record import RunRecord, ScenarioRun
+from conformance.judging.results import Results
 from conformance.judging.verdict import Verdict
 
 
@@ -47,9 +52,12 @@ class ScenarioFinished:
 
 @dataclass(frozen=True, slots=True)
 class RunFinished:
-    """The run ended with the verdict the judge core decided."""
+    """The run ended: its merged Results (attributed, ``results.verdict`` kept) and the
+    verdict the judge core decided. ``partial``: one shard of a run (the merge decides)."""
 
+    results: Results
     verdict: Verdict
+    partial: bool = False
 
 
 Event = RunStarted | ExchangeJudged | ScenarioFinished | RunFinished
@@ -62,6 +70,12 @@ class Emitter:
 
     listeners: list[Listener] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def listen(self, listener: Listener) -> Listener:
+        """Add ``listener``: it hears every event from now on, in order; returned as given."""
+        with self._lock:
+            self.listeners.append(listener)
+        return listener
 
     def __call__(self, event: Event) -> None:
         if not self.listeners:
