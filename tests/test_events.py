@@ -8,10 +8,14 @@ terminal's closing block are such listeners themselves.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import conformance
+from conformance.front.plugin import SUITE_DIR
 from conformance.front.terminal import ClosingBlock
 from conformance.judging.events import ExchangeJudged, RunFinished, RunStarted, ScenarioFinished
 from conformance.run.scenarios import SCENARIOS
@@ -68,3 +72,53 @@ def test_the_closing_block_is_a_listener_too(tmp_path: Path) -> None:
     outcome = conformance.run_suite(setup, listeners=[block])
     assert block.lines[-1].startswith(f"verdict: {outcome.verdict.word}")
     assert f"report: {tmp_path / 'x.json'}" in block.lines
+
+
+DASHBOARD = """
+import json
+
+import pytest
+
+from conformance.front.plugin import listen
+
+heard = []
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    listen(config, heard.append)
+
+
+def pytest_unconfigure(config):
+    if hasattr(config, "workerinput"):
+        return
+    names = [type(e).__name__ for e in heard]
+    finished = sorted(e.run.id for e in heard if type(e).__name__ == "ScenarioFinished")
+    last = heard[-1]
+    with open("heard.json", "w") as out:
+        json.dump({"names": names, "finished": finished, "word": last.verdict.word,
+                   "scenarios": sorted(s.id for s in last.results.run_record.scenarios)}, out)
+"""
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["one-process", "xdist"])
+def test_the_pytest_plugin_tells_the_same_events(
+    pytester: pytest.Pytester, workers: tuple[str, ...]
+) -> None:
+    """A listener added through conformance.front.plugin.listen (from any plugin's
+    pytest_configure) hears the whole run, under pytest-xdist too (the workers' events
+    travel to the controller with their items' reports)."""
+    pytester.makepyfile(dashboard_plugin=DASHBOARD)
+    result = pytester.runpytest_subprocess(
+        str(SUITE_DIR), "-p", "dashboard_plugin", "-p", "no:cacheprovider",
+        "--spec", "nscale", "--max-examples", "2", "--report-dir", str(pytester.path / "out"),
+        *workers,
+    )  # fmt: skip
+    assert result.ret == 0, result.stdout.str()
+    heard = json.loads((pytester.path / "heard.json").read_text())
+    names = heard["names"]
+    assert names[0] == "RunStarted" and names.count("RunStarted") == 1
+    assert names[-1] == "RunFinished" and names.count("RunFinished") == 1
+    assert names.count("ExchangeJudged") > 50
+    assert heard["finished"] == heard["scenarios"] and heard["finished"]
+    assert heard["word"] == "passed"

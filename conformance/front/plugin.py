@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,11 +30,12 @@ from conformance.front.options import (
 )
 
 if TYPE_CHECKING:
+    from conformance.judging.events import Event, ItemEvent, Listener
     from conformance.run.assembly import Assembled
     from conformance.run.item import ItemOutcome, ItemRun
     from conformance.run.scenarios import Scenario
 
-__all__ = ["SUITE_DIR", "Suite", "raise_outcome", "rewrite_no_library", "suite_test"]
+__all__ = ["SUITE_DIR", "Suite", "listen", "raise_outcome", "rewrite_no_library", "suite_test"]
 STATE = pytest.StashKey["SuiteSession"]()
 ITEM_KEY = pytest.StashKey["ItemRun"]()
 
@@ -81,10 +83,11 @@ def pytest_configure(config: pytest.Config) -> None:
     except BadInput as exc:
         raise pytest.UsageError(f"conformance: {exc}") from None
     config.add_cleanup(assembled.close)
-    from conformance.judging.events import RunStarted
-
-    assembled.run.emit(RunStarted(assembled.results.run_record))
     session = SuiteSession(config, assembled)
+    if hasattr(config, "workerinput"):
+        # A pytest-xdist worker: its items' events travel to the controller with their
+        # reports (pytest_runtest_makereport), whose listeners hear the whole run.
+        assembled.run.emit.listen(session.ship)
     config.stash[STATE] = session
     config.pluginmanager.register(session, "conformance-session")
     config.add_cleanup(lambda: config.pluginmanager.unregister(session))
@@ -176,6 +179,19 @@ def conformance(request: pytest.FixtureRequest) -> Iterator[Suite]:
     yield Suite(item)
 
 
+def listen(config: pytest.Config, listener: Listener) -> bool:
+    """Have ``listener`` hear the run of this pytest session as events
+    (conformance/judging/events.py): RunStarted when the session starts, every judged
+    exchange and scenario item (an xdist worker's too, shipped to the controller), and
+    RunFinished with the typed Results and verdict. Call it from ``pytest_configure``
+    (a plugin or conftest); False when the suite is not running in this session."""
+    session = config.stash.get(STATE, None)
+    if session is None:
+        return False
+    session.assembled.run.emit.listen(listener)
+    return True
+
+
 class SuiteSession:
     """The hooks of one suite session, holding its assembled run (no module globals)."""
 
@@ -186,6 +202,16 @@ class SuiteSession:
         self.passed = False
         self.tests_deselected = 0
         self.usage_error: str | None = None
+        self.shipping: list[ItemEvent] = []
+        self.shipping_lock = threading.Lock()
+
+    def ship(self, event: Event) -> None:
+        """Keep an item's event to ship to the controller (an xdist worker's listener)."""
+        from conformance.judging.events import ExchangeJudged, ScenarioFinished
+
+        if isinstance(event, ExchangeJudged | ScenarioFinished):
+            with self.shipping_lock:
+                self.shipping.append(event)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_collection(self, session: pytest.Session) -> Any:
@@ -198,6 +224,15 @@ class SuiteSession:
             said = " ".join(" ".join(str(a).split()) for a in exc.args)  # one line
             self.usage_error = said or "usage error"
             raise pytest.UsageError() from None
+
+    def pytest_sessionstart(self) -> None:
+        """The run is told as events from here (listeners added in pytest_configure hear
+        it all; an xdist worker's are shipped to the controller, which tells RunStarted)."""
+        if hasattr(self.config, "workerinput"):
+            return
+        from conformance.judging.events import RunStarted
+
+        self.assembled.run.emit(RunStarted(self.assembled.results.run_record))
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.tests_deselected += len(items)
@@ -262,6 +297,12 @@ class SuiteSession:
         if item_run is not None and call.when == "teardown":
             # Travels with the report (also across pytest-xdist) to the controller.
             report.conformance_results = json.dumps(item_run.results.to_json())
+        if call.when == "teardown" and self.shipping:
+            from conformance.judging.events import item_event_to_json
+
+            with self.shipping_lock:
+                shipped, self.shipping = self.shipping, []
+            report.conformance_events = json.dumps([item_event_to_json(e) for e in shipped])
         return report
 
     @pytest.hookimpl(tryfirst=True)
@@ -274,6 +315,13 @@ class SuiteSession:
         return None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        events = getattr(report, "conformance_events", None)
+        if events is not None and not hasattr(self.config, "workerinput"):
+            # Heard on an xdist worker: told again here, to the controller's listeners.
+            from conformance.judging.events import item_event_from_json
+
+            for data in json.loads(events):
+                self.assembled.run.emit(item_event_from_json(data))
         payload = getattr(report, "conformance_results", None)
         if payload is not None:
             from conformance.judging.results import Results

@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from conformance.judging.record import RunRecord, ScenarioRun
 from conformance.judging.results import Results
@@ -62,6 +63,26 @@ class RunFinished:
 
 Event = RunStarted | ExchangeJudged | ScenarioFinished | RunFinished
 Listener = Callable[[Event], None]
+#: The events of one process's scenario items, which a pytest-xdist worker ships to its
+#: controller (with each item's Results) so that the controller's listeners hear them too.
+ItemEvent = ExchangeJudged | ScenarioFinished
+
+
+def item_event_to_json(event: ItemEvent) -> dict[str, Any]:
+    if isinstance(event, ExchangeJudged):
+        return {"judged": event.label, "status": event.status, "failed": list(event.failed)}
+    return {"finished": event.run.to_json()}
+
+
+def item_event_from_json(data: dict[str, Any]) -> ItemEvent:
+    if "finished" in data:
+        return ScenarioFinished(ScenarioRun.from_json(data["finished"]))
+    status = data.get("status")
+    return ExchangeJudged(
+        str(data["judged"]),
+        None if status is None else int(status),
+        tuple(str(f) for f in data.get("failed", ())),
+    )
 
 
 @dataclass
