@@ -185,7 +185,7 @@ def test_probe(conformance):
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     Path(os.environ["PACE_OUT"], worker).write_text(str(conformance.run.client.pacer.interval))
     conformance.send(Case({"model": "reference-model", "prompt": "Hi", "max_tokens": 1}))
-    conformance.judging.verdict()
+    conformance.verdict()
 """
 
 
