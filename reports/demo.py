@@ -17,7 +17,7 @@ from conformance.judging.examples import Outcome
 from conformance.judging.exchange import Exchange, Headers, SSEEvent
 from conformance.judging.record import RunRecord
 from conformance.judging.requirements import Context, Level, Requirement
-from conformance.judging.results import Finding, Results
+from conformance.judging.results import Capability, Finding, Results
 from conformance.judging.run_info import SpecNote
 
 URL = "https://gateway.example/v1/completions"
@@ -176,13 +176,13 @@ def demo_results(*, target: str = URL, failing: bool = True) -> Results:
         ],
     )
     results.capabilities = {
-        "echo": {"outcome": "declined", "detail": "400 with the error envelope"},
-        "best_of": {"outcome": "offered", "detail": "200 (effect not observable)"},
-        "logprobs": {"outcome": "ignored", "detail": "no choice carries a logprobs object"}
+        "echo": Capability("declined", "400 with the error envelope"),
+        "best_of": Capability("offered", "200 (effect not observable)"),
+        "logprobs": Capability("ignored", "no choice carries a logprobs object")
         if failing
-        else {"outcome": "offered", "detail": "200"},
-        "n": {"outcome": "offered", "detail": "200"},
-        "suffix": {"outcome": "declined", "detail": "400 with the error envelope"},
+        else Capability("offered", "200"),
+        "n": Capability("offered", "200"),
+        "suffix": Capability("declined", "400 with the error envelope"),
     }
     results.info.concurrency = 8
     # The shape conformance/judging/latency.py records for each streamed 200.

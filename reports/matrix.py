@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.judging.results import Results, Tally, latency_summary
+from conformance.judging.results import Capability, Results, Tally, latency_summary
 from conformance.judging.run_info import BaselineDiff, RunInfo
 from conformance.judging.verdict import Coverage
 from conformance.reports.summary import (
@@ -73,11 +73,11 @@ class Offer:
     detail: str = ""
 
 
-def offer(entry: dict[str, str] | None) -> Offer:
+def offer(entry: Capability | None) -> Offer:
     """The :class:`Offer` of one capability-table entry (None: not probed)."""
-    if not entry:
+    if entry is None:
         return Offer("")
-    return Offer(str(entry.get("outcome", "")), str(entry.get("detail", "")))
+    return Offer(entry.outcome, entry.detail)
 
 
 @dataclass(frozen=True, slots=True)

@@ -338,7 +338,7 @@ def offered_of(results: Results) -> Offered:
     """The capability figure of ``results`` (its capability table)."""
     seen: dict[str, int] = dict.fromkeys(OFFER_OUTCOMES, 0)
     for entry in results.capabilities.values():
-        outcome = str(entry.get("outcome", "")) or "broken"
+        outcome = entry.outcome or "broken"
         seen[outcome] = seen.get(outcome, 0) + 1
     return Offered(tuple(seen.items()))
 
@@ -346,7 +346,7 @@ def offered_of(results: Results) -> Offered:
 def capability_rows(results: Results) -> list[tuple[str, str, str]]:
     """The capability table as (feature, outcome, detail), sorted by feature."""
     return [
-        (feature, str(entry.get("outcome", "")), str(entry.get("detail", "")))
+        (feature, entry.outcome, entry.detail)
         for feature, entry in sorted(results.capabilities.items())
     ]
 

@@ -128,3 +128,10 @@ def set_meta(results: Any, **changes: Any) -> Any:
     results.info = RunInfo.from_json(meta)
     results.verdict = Verdict.from_json(meta)
     return results
+
+
+def capability_table(table: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """A capability table as results.json writes it, typed (Results.capabilities)."""
+    from conformance.judging.results import Capability
+
+    return {feature: Capability.from_json(entry) for feature, entry in table.items()}

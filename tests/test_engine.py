@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import API_KEY, MODEL, Targets, case, meta_of
+from support import API_KEY, MODEL, Targets, capability_table, case, meta_of
 
 from conformance.front.runner import run_suite
 from conformance.judging.checks import load_checks
@@ -83,7 +83,7 @@ def _fingerprint(results: Results) -> dict[str, Any]:
     return {
         "tallies": {r: (t.checked, t.failed, t.unsupported) for r, t in results.tallies.items()},
         "statuses": meta_of(results)["observed_statuses"],
-        "capabilities": results.capabilities,
+        "capabilities": {f: c.to_json() for f, c in results.capabilities.items()},
         # Not tokens: the reference model samples unseeded requests at random.
         "requests": results.spent["requests"],
     }
@@ -290,10 +290,12 @@ def test_failure_beats_incomplete_and_rate_limits_give_no_verdict() -> None:
 def test_required_capabilities_fail_the_run() -> None:
     """Through conformance.judging.capabilities.unmet: declined and never-probed both fail the gate."""
     results = _results()
-    results.capabilities = {
-        "echo": {"outcome": "offered", "detail": ""},
-        "logprobs:1": {"outcome": "declined", "detail": "400 with the envelope"},
-    }
+    results.capabilities = capability_table(
+        {
+            "echo": {"outcome": "offered", "detail": ""},
+            "logprobs:1": {"outcome": "declined", "detail": "400 with the envelope"},
+        }
+    )
     verdict = decide(_with(results, require_capabilities=("echo", "logprobs", "suffix")))
     assert verdict.word == "failed"
     assert verdict.reasons == (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from support import set_meta
+from support import capability_table, set_meta
 
 from conformance.judging.case import Case
 from conformance.judging.exchange import Exchange, Headers
@@ -54,7 +54,7 @@ def _results() -> Results:
             "policies": [{"id": "done-sentinel", "kind": "policy", "title": "t", "detail": "d"}],
         },
     )
-    results.capabilities["n"] = {"outcome": "ignored", "detail": HOSTILE}
+    results.capabilities |= capability_table({"n": {"outcome": "ignored", "detail": HOSTILE}})
     return results
 
 

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from support import set_meta
+from support import capability_table, set_meta
 
 from conformance import reports
 from conformance.judging.case import Case
@@ -68,10 +68,12 @@ def make_results(**meta: object) -> Results:
         )
     results.record(_exchange(), [Finding("SHOULD-FAIL", "failed", "id is empty")])
     results.record(_exchange(), [Finding("CAP-DECLINED", "unsupported", "declined with 400")])
-    results.capabilities = {
-        "echo": {"outcome": "declined", "detail": "400 with the error envelope"},
-        "best_of": {"outcome": "broken", "detail": "status 500"},
-    }
+    results.capabilities = capability_table(
+        {
+            "echo": {"outcome": "declined", "detail": "400 with the error envelope"},
+            "best_of": {"outcome": "broken", "detail": "status 500"},
+        }
+    )
     results.latency = [
         {"case": "stream", "ttfb_s": 0.012, "total_s": 0.05, "buffered": False},
         {"case": "late", "ttfb_s": None, "p95_gap_s": 0.3, "buffered": True},
@@ -261,7 +263,7 @@ def test_html_escapes_everything_the_target_supplies() -> None:
     )
     results.record(exchange, [Finding("MUST-FAIL", "failed", bad)])
     results.record(plain, [Finding("SHOULD-FAIL", "failed", bad)])
-    results.capabilities = {bad: {"outcome": "ignored", "detail": bad}}
+    results.capabilities = capability_table({bad: {"outcome": "ignored", "detail": bad}})
     results.latency = [{bad: bad}]
     set_meta(
         results,

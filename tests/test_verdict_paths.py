@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import examples
+from support import capability_table, examples
 
 from conformance.front.runner import run_suite
 from conformance.judging.case import Case
@@ -87,7 +87,7 @@ def _item(name: str, findings: list[tuple[str, str]], **run: Any) -> Results:
     budget = run.pop("budget", None)
     no_verdict = run.pop("no_verdict", None)
     caps = run.pop("capabilities", {})
-    results.capabilities = dict(caps)
+    results.capabilities = capability_table(caps)
     results.run_record = RunRecord(
         scenarios=(ScenarioRun(name, **run),), budget=budget, no_verdict=no_verdict
     )

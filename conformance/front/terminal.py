@@ -47,12 +47,10 @@ def closing_lines(
     lines += [
         f"suite error: the check of {t.id} raised on {t.errored} exchange(s)" for t in errored
     ]
-    missing = {
-        f: e for f, e in sorted(results.capabilities.items()) if e.get("outcome") != "offered"
-    }
+    missing = {f: e for f, e in sorted(results.capabilities.items()) if e.outcome != "offered"}
     for feature, entry in missing.items():
-        detail = f" ({entry['detail']})" if entry.get("detail") else ""
-        lines.append(f"capability {feature}: {entry.get('outcome', '?')}{detail}")
+        detail = f" ({entry.detail})" if entry.detail else ""
+        lines.append(f"capability {feature}: {entry.outcome}{detail}")
     lines += _not_run(results, tests_deselected)
     untested = verdict.coverage.untested
     shard = f" (in shard {info.shard})" if info.shard is not None else ""

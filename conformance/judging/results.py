@@ -261,11 +261,27 @@ class Tally:
 CAPABILITY_OUTCOMES = ("offered", "declined", "ignored", "broken")
 
 
+@dataclass(frozen=True, slots=True)
+class Capability:
+    """One entry of the capability table: how the target answered the single-feature probe
+    (``outcome``, one of CAPABILITY_OUTCOMES) and what was seen (``detail``)."""
+
+    outcome: str
+    detail: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {"outcome": self.outcome, "detail": self.detail}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Capability:
+        return cls(str(data.get("outcome", "")), str(data.get("detail", "")))
+
+
 @dataclass
 class Results:
     """Everything a run found, per requirement, plus what it spent.
 
-    ``capabilities`` is the capability table, feature -> ``{"outcome", "detail"}``, filled
+    ``capabilities`` is the capability table, feature -> ``Capability``, filled
     by the single-feature probes of conformance.judging.capabilities (never by generated requests).
     ``info`` is the run's context and what it saw (results.json ``meta``); ``verdict`` the
     verdict the judge core decided, once it has (conformance.judging.verdict.decide).
@@ -276,7 +292,7 @@ class Results:
     spent: dict[str, float] = field(
         default_factory=lambda: {"requests": 0, "tokens": 0, "retries": 0}
     )
-    capabilities: dict[str, dict[str, str]] = field(default_factory=dict)
+    capabilities: dict[str, Capability] = field(default_factory=dict)
     latency: list[dict[str, Any]] = field(default_factory=list)
     #: What the verdict depends on besides the tallies (conformance.judging.record).
     run_record: RunRecord = field(default_factory=RunRecord)
@@ -350,8 +366,9 @@ class Results:
             raise ValueError(f"unknown capability outcome {outcome!r}")
         known = self.capabilities.get(feature)
         rank = CAPABILITY_OUTCOMES.index
-        if known is None or rank(outcome) > rank(known.get("outcome", "offered")):
-            self.capabilities[feature] = {"outcome": outcome, "detail": detail}
+        before = known.outcome if known is not None and known.outcome else "offered"
+        if known is None or rank(outcome) > rank(before):
+            self.capabilities[feature] = Capability(outcome, detail)
 
     def merge(self, other: Results) -> None:
         """Fold another run's (a worker's, a shard's) results into this one."""
@@ -382,7 +399,7 @@ class Results:
         for key, value in other.spent.items():
             self.spent[key] = self.spent.get(key, 0) + value
         for feature, entry in other.capabilities.items():
-            self.note_capability(feature, entry["outcome"], entry.get("detail", ""))
+            self.note_capability(feature, entry.outcome, entry.detail)
         self.latency += other.latency
         self.run_record = self.run_record.absorb(other.run_record)
         # What attribution withheld in each part (a shard) stays evidence for the whole, and
@@ -416,7 +433,7 @@ class Results:
             "meta": self.info.to_json(verdict),
             "spent": self.spent,
             "requirements": [t.to_json() for t in self.tallies.values()],
-            "capabilities": self.capabilities,
+            "capabilities": {f: c.to_json() for f, c in self.capabilities.items()},
             "latency": self.latency,
             "latency_summary": latency_summary(self.latency, self.info.concurrency),
         } | ({} if self.run_record.blank else {"record": self.run_record.to_json()})
@@ -437,7 +454,9 @@ class Results:
             info=RunInfo.from_json(meta),
             verdict=Verdict.from_json(meta),
             spent=dict(data.get("spent", {})),
-            capabilities={k: dict(v) for k, v in data.get("capabilities", {}).items()},
+            capabilities={
+                k: Capability.from_json(v) for k, v in data.get("capabilities", {}).items()
+            },
             latency=list(data.get("latency", [])),
             # An older results.json kept no record: decide() reads what it recorded instead
             # (conformance.judging.verdict.recorded_record).
