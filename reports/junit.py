@@ -204,7 +204,7 @@ def build_junit(results: Results) -> ET.Element:
     _property(props, "policies", ", ".join(p.id for p in policies_of(info)))
     if info.conventions:
         _property(props, "conventions", ", ".join(c.id for c in info.conventions))
-    _property(props, "spent", json.dumps(results.spent, sort_keys=True))
+    _property(props, "spent", json.dumps(results.spent.to_json(), sort_keys=True))
     coverage = coverage_of(results)
     if coverage.untested:
         _property(props, "untested", ", ".join(u.id for u in coverage.untested))

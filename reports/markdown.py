@@ -107,10 +107,7 @@ def comparison_markdown(comparison: Comparison) -> str:
         ["Model", *("" if t.info.model is None else t.info.model for t in comparison.targets)],
         [
             "Requests / tokens",
-            *(
-                f"{int(t.spent.get('requests', 0))} / {int(t.spent.get('tokens', 0))}"
-                for t in comparison.targets
-            ),
+            *(f"{t.spent.requests} / {t.spent.tokens}" for t in comparison.targets),
         ],
         ["Streaming latency", *(latency_cell(t.latency) for t in comparison.targets)],
     ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.judging.results import Capability, Results, Tally, latency_summary
+from conformance.judging.results import Capability, Results, Spent, Tally, latency_summary
 from conformance.judging.run_info import BaselineDiff, RunInfo
 from conformance.judging.verdict import Coverage
 from conformance.reports.summary import (
@@ -100,7 +100,7 @@ class Target:
     scores: dict[str, Score]
     offered: Offered  # the capability figure, from the capability table
     info: RunInfo
-    spent: dict[str, float]
+    spent: Spent
     baseline: BaselineDiff | None
     coverage: Coverage
     latency: dict[str, Any]

@@ -81,8 +81,8 @@ def summary_markdown(results: Results) -> str:
         f"Target `{cell(_or(info.target, '?'))}` · spec {cell(_or(info.spec, '?'))}"
         f" · model `{cell(_or(info.model, '?'))}`"
         + (f" · shards {info.shards}" if info.shards else "")
-        + f" · {int(results.spent.get('requests', 0))} requests,"
-        f" {int(results.spent.get('tokens', 0))} tokens",
+        + f" · {results.spent.requests} requests,"
+        f" {results.spent.tokens} tokens",
     ]
     if info.spec_sha256:
         lines += [

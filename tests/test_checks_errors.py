@@ -154,8 +154,8 @@ def test_rate_limit_retries_are_counted_in_results(targets: Targets) -> None:
     assert [ex.status for ex in exchanges] == [200] * 6
     retries = target.client.retries - before
     assert retries >= 2
-    assert item.results.spent["retries"] == retries == sum(ex.retries for ex in exchanges)
-    assert item.results.spent["requests"] == 6 + retries
+    assert item.results.spent.retries == retries == sum(ex.retries for ex in exchanges)
+    assert item.results.spent.requests == 6 + retries
     # Every 429 waited out is counted among the statuses answered (and judged as a 429).
     assert not run.rate_limited and meta_of(item.results)["observed_statuses"] == {
         "200": 6,
@@ -179,7 +179,7 @@ def test_always_rate_limited_stops_sending_and_reaches_no_verdict(targets: Targe
     # Judged only as a 429: a rate-limited exchange says nothing about the case it carried.
     judged = {rid for rid, t in item.results.tallies.items() if t.checked}
     assert judged <= {"RATE-LIMIT-ENVELOPE", "RETRY-AFTER-FORMAT"}
-    assert item.results.spent == {"requests": 2, "tokens": 0, "retries": 1}
+    assert item.results.spent.to_json() == {"requests": 2, "tokens": 0, "retries": 1}
     from conformance.front.plugin import raise_outcome
 
     with pytest.raises(pytest.skip.Exception, match="no verdict reached"):

@@ -47,7 +47,7 @@ outcome = run_suite(Setup(spec="nscale", settings=Settings(max_examples=2, concu
 print(json.dumps({
     "verdict": outcome.verdict.word,
     "exit": outcome.verdict.exit_code,
-    "requests": outcome.results.spent["requests"],
+    "requests": outcome.results.spent.requests,
     "played": [p.name for p in outcome.played],
     "coverage": outcome.results.to_json()["meta"]["coverage"],
     "pytest_loaded": sorted(m for m in sys.modules if m.split(".")[0] in ("pytest", "_pytest")),
@@ -85,7 +85,7 @@ def _fingerprint(results: Results) -> dict[str, Any]:
         "statuses": meta_of(results)["observed_statuses"],
         "capabilities": {f: c.to_json() for f, c in results.capabilities.items()},
         # Not tokens: the reference model samples unseeded requests at random.
-        "requests": results.spent["requests"],
+        "requests": results.spent.requests,
     }
 
 

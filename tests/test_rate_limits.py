@@ -249,4 +249,4 @@ def test_concurrent_sends_that_draw_429s_between_them_adapt_down(targets: Target
     finally:
         run.close()
         client.close()
-    assert not run.rate_limited and item.results.spent["retries"] > 0
+    assert not run.rate_limited and item.results.spent.retries > 0

@@ -148,8 +148,8 @@ def verdict_line(verdict: Verdict, results: Results) -> str:
     shard = results.info.shard
     said = shard_words(verdict, str(shard)) if shard else f"{verdict.word}{why}"
     return (
-        f"verdict: {said}; spent {int(spent['requests'])} requests, "
-        f"{int(spent['tokens'])} tokens, {int(spent['retries'])} retries; "
+        f"verdict: {said}; spent {spent.requests} requests, "
+        f"{spent.tokens} tokens, {spent.retries} retries; "
         f"{results.info.wall_time or 0.0:.1f} s"
     )
 

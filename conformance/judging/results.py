@@ -261,6 +261,30 @@ class Tally:
 CAPABILITY_OUTCOMES = ("offered", "declined", "ignored", "broken")
 
 
+@dataclass(slots=True)
+class Spent:
+    """What a run cost: requests sent (retries included), tokens the target reported in
+    ``usage.total_tokens``, and retries after rate limiting (results.json ``spent``)."""
+
+    requests: int = 0
+    tokens: int = 0
+    retries: int = 0
+
+    def add(self, other: Spent) -> None:
+        self.requests += other.requests
+        self.tokens += other.tokens
+        self.retries += other.retries
+
+    def to_json(self) -> dict[str, int]:
+        return {"requests": self.requests, "tokens": self.tokens, "retries": self.retries}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Spent:
+        return cls(
+            int(data.get("requests", 0)), int(data.get("tokens", 0)), int(data.get("retries", 0))
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Capability:
     """One entry of the capability table: how the target answered the single-feature probe
@@ -289,9 +313,7 @@ class Results:
 
     tallies: dict[str, Tally] = field(default_factory=dict)
     info: RunInfo = field(default_factory=RunInfo)
-    spent: dict[str, float] = field(
-        default_factory=lambda: {"requests": 0, "tokens": 0, "retries": 0}
-    )
+    spent: Spent = field(default_factory=Spent)
     capabilities: dict[str, Capability] = field(default_factory=dict)
     latency: list[dict[str, Any]] = field(default_factory=list)
     #: What the verdict depends on besides the tallies (conformance.judging.record).
@@ -326,9 +348,9 @@ class Results:
         """Tally the findings of one exchange and count what it cost (``spend=False``: a
         429 answer waited out, whose request the retried exchange already counts)."""
         if spend:
-            self.spent["requests"] += 1 + exchange.retries
-            self.spent["retries"] += exchange.retries
-            self.spent["tokens"] += tokens_used(exchange)
+            self.spent.requests += 1 + exchange.retries
+            self.spent.retries += exchange.retries
+            self.spent.tokens += tokens_used(exchange)
         shown = None
         key = case_key(exchange.case)
         for f in findings:
@@ -396,8 +418,7 @@ class Results:
                 for fp, n in prints.items():
                     into[fp] = into.get(fp, 0) + n
             mine.not_judged += [n for n in theirs.not_judged if n not in mine.not_judged]
-        for key, value in other.spent.items():
-            self.spent[key] = self.spent.get(key, 0) + value
+        self.spent.add(other.spent)
         for feature, entry in other.capabilities.items():
             self.note_capability(feature, entry.outcome, entry.detail)
         self.latency += other.latency
@@ -431,7 +452,7 @@ class Results:
         return {
             "schema_version": RESULTS_SCHEMA_VERSION,
             "meta": self.info.to_json(verdict),
-            "spent": self.spent,
+            "spent": self.spent.to_json(),
             "requirements": [t.to_json() for t in self.tallies.values()],
             "capabilities": {f: c.to_json() for f, c in self.capabilities.items()},
             "latency": self.latency,
@@ -453,7 +474,7 @@ class Results:
             tallies={t["id"]: Tally.from_json(t) for t in data.get("requirements", [])},
             info=RunInfo.from_json(meta),
             verdict=Verdict.from_json(meta),
-            spent=dict(data.get("spent", {})),
+            spent=Spent.from_json(data.get("spent", {})),
             capabilities={
                 k: Capability.from_json(v) for k, v in data.get("capabilities", {}).items()
             },

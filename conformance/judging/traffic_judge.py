@@ -116,7 +116,7 @@ class Snapshot:
             "requirements": requirement_rows(self.overall),
             "models": {
                 model: {
-                    "exchanges": int(results.spent.get("requests", 0)),
+                    "exchanges": results.spent.requests,
                     **_verdict_json(verdict),
                     "requirements": requirement_rows(results),
                 }

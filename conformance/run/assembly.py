@@ -219,8 +219,8 @@ def _header(setup: Setup, spec: Spec, settings: Settings, target: str) -> dict[s
 def _preflight(assembled: Assembled) -> None:
     run, results = assembled.run, assembled.results
     first = preflight(run.client, run.settings.model, run.spec)
-    results.spent["requests"] += 1 + first.retries
-    results.spent["retries"] += first.retries
+    results.spent.requests += 1 + first.retries
+    results.spent.retries += first.retries
     results.info.observed_statuses = {str(first.status): 1}
     if first.status == 429:
         # Rate limited already, after the retries: this process's items send nothing.

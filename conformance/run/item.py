@@ -131,8 +131,8 @@ class ItemRun:
             # would blame the target for the 429).
             reason = no_verdict_reason(self.run.client.retry)
             self.results.run_record = self.results.run_record.with_(no_verdict=reason)
-            self.results.spent["requests"] += 1 + exchange.retries
-            self.results.spent["retries"] += exchange.retries
+            self.results.spent.requests += 1 + exchange.retries
+            self.results.spent.retries += exchange.retries
             self.judge_rate_limit(exchange)
             return exchange
         self.judge(exchange, related)
@@ -220,6 +220,6 @@ class ItemRun:
             return ItemOutcome("skipped", f"conformance: no verdict reached: {reason}")
         if self.skip_reason:
             return ItemOutcome("skipped", self.skip_reason)
-        if self.budget_note and not self.results.spent["requests"]:
+        if self.budget_note and not self.results.spent.requests:
             return ItemOutcome("skipped", self.budget_note)
         return ItemOutcome("passed")
