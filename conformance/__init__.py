@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from conformance.front.runner import Outcome as Outcome
     from conformance.front.runner import run_suite as run_suite
     from conformance.judging.case import Case as Case
+    from conformance.judging.decision import decide as decide
     from conformance.judging.exceptions import ConformanceError as ConformanceError
     from conformance.judging.exchange import Exchange as Exchange
     from conformance.judging.exchange import Headers as Headers
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
     from conformance.judging.spec import SpecError as SpecError
     from conformance.judging.spec import load_spec as load_spec
     from conformance.judging.verdict import Verdict as Verdict
-    from conformance.judging.verdict import decide as decide
     from conformance.judging.wire import exchange_from_transcript as exchange_from_transcript
     from conformance.judging.wire import exchange_from_wire as exchange_from_wire
     from conformance.run.assembly import BadInput as BadInput
@@ -97,7 +97,7 @@ _EXPORTS = {
     "ScenarioRun": "conformance.judging.record",
     "SkipCause": "conformance.judging.record",
     "Verdict": "conformance.judging.verdict",
-    "decide": "conformance.judging.verdict",
+    "decide": "conformance.judging.decision",
     "Results": "conformance.judging.results",
     "Finding": "conformance.judging.results",
 }

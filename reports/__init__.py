@@ -9,8 +9,10 @@ public for tools that post-process ``results.json``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from conformance.judging.events import Event, RunFinished
 from conformance.judging.results import Results
 from conformance.reports.baseline import BaselineDiff, check_baseline, compare_to_baseline
 from conformance.reports.html import render_html, write_html
@@ -19,6 +21,7 @@ from conformance.reports.run_summary import summary_markdown, write_summary
 
 __all__ = [
     "BaselineDiff",
+    "ReportWriter",
     "check_baseline",
     "compare_to_baseline",
     "render_html",
@@ -38,10 +41,10 @@ def write_json(results: Results, path: Path) -> Path:
 
 
 #: Writes one report of a run's Results to the path given; returns the path written.
-ReportWriter = Callable[[Results, Path], Path]
+WriteReport = Callable[[Results, Path], Path]
 
 #: Every report a run writes, by file name, in the order written.
-REPORT_WRITERS: dict[str, ReportWriter] = {
+REPORT_WRITERS: dict[str, WriteReport] = {
     "junit.xml": write_junit,
     "report.html": write_html,
     "results.json": write_json,
@@ -50,6 +53,22 @@ REPORT_WRITERS: dict[str, ReportWriter] = {
 
 
 def write_all(results: Results, report_dir: Path) -> list[Path]:
-    """Write every report of ``REPORT_WRITERS`` into ``report_dir``; return the files written."""
+    """Write every report of ``REPORT_WRITERS`` into ``report_dir``; return the files written.
+
+    ``results`` carries the verdict the judge core decided (``results.verdict``): every
+    report is a function of these typed objects."""
     report_dir.mkdir(parents=True, exist_ok=True)
     return [write(results, report_dir / name) for name, write in REPORT_WRITERS.items()]
+
+
+@dataclass
+class ReportWriter:
+    """A listener of the run's events (conformance.judging.events) that writes every report
+    into ``report_dir`` when it hears RunFinished; ``written`` lists the files."""
+
+    report_dir: Path
+    written: list[Path] = field(default_factory=list)
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, RunFinished):
+            self.written = write_all(event.results, self.report_dir)

@@ -3,17 +3,18 @@
 How the plugin's ``--baseline FILE`` uses it (the plugin owns the option and the verdict):
 
 1. load FILE with ``Results.from_json`` (a ``results.json`` of an accepted earlier run);
-2. ``errors, warnings = check_baseline(results.meta, baseline)``: an error (another spec)
-   refuses the baseline with one ``ERROR:`` line; warnings (another model or target) go to
-   the terminal header and ``results.meta["baseline_warnings"]`` (every report shows them);
+2. ``errors, warnings = check_baseline(results.info.taken_with(), baseline)``: an error
+   (another spec) refuses the baseline with one ``ERROR:`` line; warnings (another model or
+   target) go to the terminal header and ``results.info.baseline_warnings`` (every report
+   shows them);
 3. ``diff = compare_to_baseline(results, baseline)`` at session end, before the verdict;
 4. the run fails when ``diff.new_failures`` holds a requirement whose level decides the
    verdict (MUST, and SHOULD under ``--strict-should``): a requirement with a failure
    fingerprint the baseline does not have, even if the requirement failed there on
    another field. ``diff.known`` failures are reported in full but do not fail the run;
    ``diff.fixed`` is listed so the baseline can be refreshed;
-5. ``results.meta["baseline"] = diff.to_json() | {"file": str(FILE)}`` so that every report
-   shows the lists.
+5. ``results.info.baseline = replace(diff, file=str(FILE))`` so that every report shows
+   the lists.
 
 A fingerprint is ``REQUIREMENT|request class|path|message`` (conformance.judging.fingerprint): it
 names a defect, not the generated request that showed it, so a baseline keeps its defects
@@ -27,13 +28,22 @@ level filter belongs to the verdict, not to the diff.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
 
 from conformance.judging.fingerprint import is_current
 from conformance.judging.results import Results, Tally
+from conformance.judging.run_info import BaselineDiff
 
-#: What a run was taken with that changes which requests it sends (Results.meta keys), with
+__all__ = [
+    "TAKEN_WITH",
+    "BaselineDiff",
+    "baseline_line",
+    "check_baseline",
+    "compare_to_baseline",
+    "requirement_of",
+    "taken_with_differences",
+]
+
+#: What a run was taken with that changes which requests it sends (RunInfo fields), with
 #: the option that sets each: a baseline that differs is still used, with a warning.
 TAKEN_WITH = (
     ("seed", "--seed"),
@@ -41,33 +51,6 @@ TAKEN_WITH = (
     ("fuzz", "--fuzz"),
     ("suite_version", "suite version"),
 )
-
-
-@dataclass(frozen=True, slots=True)
-class BaselineDiff:
-    """Failure fingerprints of the current run relative to a baseline run, sorted.
-
-    ``unverified`` holds baseline fingerprints of requirements the current run did not
-    test (skipped by ``--checks``, out of budget): neither known nor fixed, since nothing
-    was observed. ``new_failures`` is what the verdict reads: the requirements with at
-    least one new fingerprint.
-    """
-
-    known: tuple[str, ...] = ()
-    new: tuple[str, ...] = ()
-    fixed: tuple[str, ...] = ()
-    unverified: tuple[str, ...] = ()
-    new_failures: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        """The form stored in ``results.meta["baseline"]``."""
-        return {
-            "known": list(self.known),
-            "new": list(self.new),
-            "fixed": list(self.fixed),
-            "unverified": list(self.unverified),
-            "new_failures": list(self.new_failures),
-        }
 
 
 def requirement_of(fingerprint: str) -> str:
@@ -116,33 +99,34 @@ def compare_to_baseline(current: Results, baseline: Results) -> BaselineDiff:
     )
 
 
-def baseline_line(diff: Mapping[str, Any]) -> str:
-    """The terminal line of a diff (``results.meta["baseline"]``): counts of fingerprints,
+def baseline_line(diff: BaselineDiff) -> str:
+    """The terminal line of a diff (``results.info.baseline``): counts of fingerprints,
     with the requirements they belong to, e.g.
     ``baseline: 69 known (RESP-ID), 2 new (RESP-CREATED), 0 fixed (-)``."""
 
-    def part(key: str) -> str:
-        prints = list(diff.get(key) or [])
+    def part(key: str, prints: tuple[str, ...]) -> str:
         rids = sorted({requirement_of(f) for f in prints})
         return f"{len(prints)} {key} ({', '.join(rids) or '-'})"
 
-    return "baseline: " + ", ".join(part(k) for k in ("known", "new", "fixed"))
+    parts = (("known", diff.known), ("new", diff.new), ("fixed", diff.fixed))
+    return "baseline: " + ", ".join(part(k, prints) for k, prints in parts)
 
 
 def check_baseline(
-    results_meta: Mapping[str, Any], baseline: Results
+    this_run: Mapping[str, object], baseline: Results
 ) -> tuple[list[str], list[str]]:
     """Whether ``baseline`` may judge this run: (errors that refuse it, warnings to show).
 
     A baseline of another spec compares different requirements and bounds: refused. One of
     another model or target is allowed (a gateway compared with its upstream), with a
-    warning, since its failures may not be the same failures.
+    warning, since its failures may not be the same failures. ``this_run``: what the run
+    is taken with (``RunInfo.taken_with``: spec, model, target, seed...).
     """
     errors: list[str] = []
     warnings: list[str] = []
-    theirs = baseline.meta
+    theirs = baseline.info.taken_with()
     for key, severity in (("spec", errors), ("model", warnings), ("target", warnings)):
-        mine, before = results_meta.get(key), theirs.get(key)
+        mine, before = this_run.get(key), theirs.get(key)
         if mine is not None and before is not None and mine != before:
             severity.append(
                 f"the baseline was recorded with {key} {before!r}, this run uses {mine!r}"
@@ -158,7 +142,7 @@ def check_baseline(
             f"its fingerprints are of an older suite (e.g. {old[0]!r}): re-take the baseline "
             "with this version (run once without --baseline and keep its results.json)"
         )
-    if differs := taken_with_differences(results_meta, theirs):
+    if differs := taken_with_differences(this_run, theirs):
         warnings.append(
             f"the baseline was taken with {differs}: its defects are matched by fingerprint, "
             "but requests it never drew may find more"
@@ -166,7 +150,7 @@ def check_baseline(
     return errors, warnings
 
 
-def taken_with_differences(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> str:
+def taken_with_differences(mine: Mapping[str, object], theirs: Mapping[str, object]) -> str:
     """``seed 0 (this run: 1), --max-examples 10 (this run: 20)``, or empty."""
     parts = []
     for key, option in TAKEN_WITH:

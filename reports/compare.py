@@ -66,7 +66,7 @@ def display_names(paths: list[Path], runs: list[Results], names: str | None) -> 
                 "give one non-empty name per file"
             )
         return given
-    targets = [str(r.meta.get("target") or p.stem) for p, r in zip(paths, runs, strict=True)]
+    targets = [str(r.info.target or p.stem) for p, r in zip(paths, runs, strict=True)]
     if len(set(targets)) == len(targets):
         return targets
     # Same target twice (e.g. two runs of the embedded reference): tell them apart by file.

@@ -12,11 +12,13 @@ import json
 from pathlib import Path
 
 from conformance.judging.case import Case
+from conformance.judging.decision import decide
+from conformance.judging.examples import Outcome
 from conformance.judging.exchange import Exchange, Headers, SSEEvent
 from conformance.judging.record import RunRecord
 from conformance.judging.requirements import Context, Level, Requirement
-from conformance.judging.results import Finding, Results
-from conformance.judging.verdict import decide
+from conformance.judging.results import Capability, Finding, Results
+from conformance.judging.run_info import SpecNote
 
 URL = "https://gateway.example/v1/completions"
 
@@ -127,7 +129,9 @@ def demo_results(*, target: str = URL, failing: bool = True) -> Results:
         b'"logprobs":null}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}',
     )
     for _ in range(6):
-        results.record(ok, [Finding(rid, "passed") for rid in ("HTTP-COMPLETE", "RESP-SCHEMA")])
+        results.record(
+            ok, [Finding(rid, Outcome.PASSED) for rid in ("HTTP-COMPLETE", "RESP-SCHEMA")]
+        )
     chunk = '{"id":"cmpl-2","object":"text_completion","choices":[{"index":0,"text":"%s"}]}'
     stream = _exchange(
         {**body, "stream": True},
@@ -139,14 +143,14 @@ def demo_results(*, target: str = URL, failing: bool = True) -> Results:
             SSEEvent(chunk % "!", at=0.236),
         ],
     )
-    done = "passed"
+    done = Outcome.PASSED
     message = "the stream ended after 3 events without `data: [DONE]`"
     if failing:
-        done = "failed"
+        done = Outcome.FAILED
     for _ in range(4):
         results.record(
             stream,
-            [Finding("HTTP-COMPLETE", "passed"), Finding("STREAM-DONE-LAST", done, message)],
+            [Finding("HTTP-COMPLETE", Outcome.PASSED), Finding("STREAM-DONE-LAST", done, message)],
         )
     empty_id = _exchange(body, status=200, response=b'{"id":"","object":"text_completion"}')
     results.record(
@@ -154,7 +158,7 @@ def demo_results(*, target: str = URL, failing: bool = True) -> Results:
         [
             Finding(
                 "RESP-ID-NONEMPTY",
-                "failed" if failing else "passed",
+                Outcome.FAILED if failing else Outcome.PASSED,
                 "id is '', expected a non-empty string",
             )
         ],
@@ -167,20 +171,20 @@ def demo_results(*, target: str = URL, failing: bool = True) -> Results:
     results.record(
         echo,
         [
-            Finding("CAP-ECHO", "unsupported", "declined with 400: echo is not supported"),
-            Finding("ERR-ENVELOPE", "passed"),
+            Finding("CAP-ECHO", Outcome.UNSUPPORTED, "declined with 400: echo is not supported"),
+            Finding("ERR-ENVELOPE", Outcome.PASSED),
         ],
     )
     results.capabilities = {
-        "echo": {"outcome": "declined", "detail": "400 with the error envelope"},
-        "best_of": {"outcome": "offered", "detail": "200 (effect not observable)"},
-        "logprobs": {"outcome": "ignored", "detail": "no choice carries a logprobs object"}
+        "echo": Capability("declined", "400 with the error envelope"),
+        "best_of": Capability("offered", "200 (effect not observable)"),
+        "logprobs": Capability("ignored", "no choice carries a logprobs object")
         if failing
-        else {"outcome": "offered", "detail": "200"},
-        "n": {"outcome": "offered", "detail": "200"},
-        "suffix": {"outcome": "declined", "detail": "400 with the error envelope"},
+        else Capability("offered", "200"),
+        "n": Capability("offered", "200"),
+        "suffix": Capability("declined", "400 with the error envelope"),
     }
-    results.meta["concurrency"] = 8
+    results.info.concurrency = 8
     # The shape conformance/judging/latency.py records for each streamed 200.
     results.latency = [
         {
@@ -217,25 +221,25 @@ def demo_results(*, target: str = URL, failing: bool = True) -> Results:
             "buffered": True,
         },
     ]
-    results.meta.update(
+    results.info.update(
         target=target,
         spec="aihubmix",
         spec_title="AIHubMix Completions API 1.0.0",
         strict_spec=False,
         strict=False,
-        errata=[
-            {
-                "id": "AIHUBMIX-STREAM-MEDIA",
-                "title": "Streamed 200 is text/event-stream",
-                "detail": "The document declares only application/json for 200; its stream "
+        errata=(
+            SpecNote(
+                "AIHUBMIX-STREAM-MEDIA",
+                "Streamed 200 is text/event-stream",
+                "The document declares only application/json for 200; its stream "
                 "description says data-only server-sent events ending in data: [DONE].",
-            },
-            {
-                "id": "AIHUBMIX-NULLABLE",
-                "title": "nullable: true read as 'null allowed'",
-                "detail": "The document says openapi 3.1.0 but uses OpenAPI 3.0's nullable.",
-            },
-        ],
+            ),
+            SpecNote(
+                "AIHUBMIX-NULLABLE",
+                "nullable: true read as 'null allowed'",
+                "The document says openapi 3.1.0 but uses OpenAPI 3.0's nullable.",
+            ),
+        ),
         model="m-small",
         seed=0,
         wall_time=12.48,
@@ -252,7 +256,7 @@ def demo_results(*, target: str = URL, failing: bool = True) -> Results:
         spec="aihubmix", model="m-small", seed=0, musts=musts,
         budget=note if any(not results.tallies[rid].checked for rid in musts) else None,
     )  # fmt: skip
-    decide(results).store(results)
+    results.decided(decide(results))
     return results
 
 

@@ -7,11 +7,12 @@ reaches the page through the autoescaping template, never through string concate
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from conformance.judging.examples import Example, Outcome
 from conformance.judging.results import RESULTS_SCHEMA_VERSION, Results, Tally, latency_summary
+from conformance.judging.run_info import RunInfo
 from conformance.reports.render import render
 from conformance.reports.summary import (
     ERROR,
@@ -46,32 +47,32 @@ def anchor(requirement_id: str) -> str:
     return "req-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in requirement_id)
 
 
-def example_view(example: Mapping[str, Any]) -> dict[str, Any]:
+def example_view(example: Example) -> dict[str, Any]:
     """One piece of evidence with every field present, bodies indented, transcript as lines."""
-    request = example.get("request") or {}
-    transcript = example.get("transcript")
+    shown = example.evidence
+    request = shown.request
     return {
-        "message": str(example.get("message", "")),
-        "outcome": str(example.get("outcome", "failed")),
-        "fingerprint": str(example.get("fingerprint") or ""),
-        "path": example.get("path"),
-        "expected": example.get("expected"),
-        "actual": example.get("actual"),
-        "case": str(example.get("case") or ""),
-        "mode": str(example.get("mode") or ""),
-        "breaks": example.get("breaks"),
-        "method": str(request.get("method", "POST")),
-        "url": str(request.get("url", "")),
-        "request_headers": sorted((request.get("headers") or {}).items()),
-        "request_body": pretty_body(str(request.get("body", ""))),
-        "status": example.get("status"),
-        "transport_error": example.get("transport_error"),
-        "response_headers": list((example.get("response_headers") or {}).items()),
-        "body_excerpt": pretty_body(str(example.get("body_excerpt", ""))),
-        "transcript": transcript_lines(example) if transcript is not None else None,
-        "stream_error": example.get("stream_error"),
-        "elapsed": example.get("elapsed"),
-        "curl": str(example.get("curl", "")),
+        "message": example.message,
+        "outcome": example.outcome.value,
+        "fingerprint": example.fingerprint,
+        "path": example.path,
+        "expected": example.expected,
+        "actual": example.actual,
+        "case": shown.case,
+        "mode": shown.mode,
+        "breaks": shown.breaks,
+        "method": request.method,
+        "url": request.url,
+        "request_headers": sorted(request.headers.items()),
+        "request_body": pretty_body(request.body),
+        "status": shown.status,
+        "transport_error": shown.transport_error,
+        "response_headers": list(shown.response_headers.items()),
+        "body_excerpt": pretty_body(shown.body_excerpt),
+        "transcript": transcript_lines(example) if shown.transcript is not None else None,
+        "stream_error": shown.stream_error,
+        "elapsed": shown.elapsed,
+        "curl": shown.curl,
     }
 
 
@@ -94,10 +95,10 @@ def requirement_view(tally: Tally, *, strict: bool) -> dict[str, Any]:
         "distinct": len(tally.fingerprints) + tally.fingerprints_dropped,
         "status": status,
         "label": STATUS_LABELS[status],
-        "examples": [
-            example_view(ex) for ex in tally.examples if ex.get("outcome", "failed") == "failed"
-        ][:MAX_SHOWN],
-        "errors": [example_view(ex) for ex in tally.examples if ex.get("outcome") == "error"][
+        "examples": [example_view(ex) for ex in tally.examples if ex.outcome == Outcome.FAILED][
+            :MAX_SHOWN
+        ],
+        "errors": [example_view(ex) for ex in tally.examples if ex.outcome == Outcome.ERROR][
             :MAX_SHOWN
         ],
     }
@@ -127,10 +128,10 @@ def latency_table(
     return columns, rows
 
 
-def observed_statuses(meta: Mapping[str, Any]) -> str:
-    """``200 ×42, 400 ×4`` from ``meta["observed_statuses"]``, empty when absent."""
-    counts = meta.get("observed_statuses")
-    if not isinstance(counts, Mapping):
+def observed_statuses(info: RunInfo) -> str:
+    """``200 ×42, 400 ×4`` from ``info.observed_statuses``, empty when absent."""
+    counts = info.observed_statuses
+    if counts is None:
         return ""
     return ", ".join(f"{status} ×{n}" for status, n in sorted(counts.items()))
 
@@ -144,33 +145,35 @@ def report_context(results: Results) -> dict[str, Any]:
     failures = [r for r in rows if r["status"] in (FAILED, ERROR) and r["failed"]] + [
         r for r in rows if r["status"] == WARNED
     ]
-    verdict = verdict_of(results)
+    word = verdict_of(results).word
     columns, latency_rows = latency_table(results.latency)
-    meta = results.meta
+    info = results.info
     # Only a run that was passed gets green; incomplete is amber, never a pass; a shard's
     # own word is not the run's verdict.
-    known = verdict in ("passed", "failed", "incomplete", ERROR)
-    verdict_class = verdict if known and not meta.get("shard") else "unknown"
-    verdict_text = VERDICTS.get(verdict, "The run recorded this verdict.")
-    if meta.get("shard"):
-        verdict, verdict_text = f"shard {meta['shard']}", shard_text(verdict)
+    known = word in ("passed", "failed", "incomplete", ERROR)
+    verdict_class = word.value if known and not info.shard else "unknown"
+    verdict_text = VERDICTS.get(word, "The run recorded this verdict.")
+    verdict = word.value
+    if info.shard:
+        verdict, verdict_text = f"shard {info.shard}", shard_text(word)
     return {
-        "meta": meta,
-        "target": str(meta.get("target", "unknown target")),
+        "info": info,
+        "target": "unknown target" if info.target is None else info.target,
         "verdict": verdict,
         "verdict_class": verdict_class,
         "verdict_text": verdict_text,
         "coverage": coverage_of(results),
+        "coverage_recorded": results.verdict is not None,
         "buckets": buckets_of(results),
         "suite_errors": [r for r in rows if r["status"] == ERROR],
-        "baseline_warnings": list(meta.get("baseline_warnings") or []),
+        "baseline_warnings": list(info.baseline_warnings or ()),
         "strict": strict,
-        "errata": list(meta.get("errata") or []),
-        "policies": policies_of(meta),
-        "conventions": list(meta.get("conventions") or []),
-        "baseline": meta.get("baseline") or None,
+        "errata": list(info.errata or ()),
+        "policies": policies_of(info),
+        "conventions": list(info.conventions or ()),
+        "baseline": info.baseline,
         "spent": results.spent,
-        "wall_time": meta.get("wall_time"),
+        "wall_time": info.wall_time,
         "levels": LEVELS,
         "summary": by_area_and_level(results),
         "scores": scores(results),
@@ -180,8 +183,8 @@ def report_context(results: Results) -> dict[str, Any]:
         "deciding": sum(1 for r in failures if r["status"] != WARNED),
         "failures": failures,
         "capabilities": capability_rows(results),
-        "latency_summary": latency_summary(results.latency, meta.get("concurrency")),
-        "observed": observed_statuses(meta),
+        "latency_summary": latency_summary(results.latency, info.concurrency),
+        "observed": observed_statuses(info),
         "latency_columns": columns,
         "latency_rows": latency_rows,
         "schema_version": RESULTS_SCHEMA_VERSION,

@@ -16,18 +16,17 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
+from conformance.judging.examples import Example, Outcome
 from conformance.judging.results import Results, Tally
+from conformance.judging.verdict import Coverage
 from conformance.reports.summary import (
     ERROR,
     FAILED,
     NOT_TESTED,
     UNSUPPORTED,
     WARNED,
-    Coverage,
     coverage_of,
     evidence_label,
     is_strict,
@@ -51,36 +50,37 @@ def xml_safe(text: str) -> str:
     return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
-def example_text(example: Mapping[str, Any]) -> str:
+def example_text(example: Example) -> str:
     """One exchange as plain text: problem, request, response or transcript, reproducer."""
-    request = example.get("request") or {}
-    label = example.get("case") or example.get("mode") or "exchange"
-    parts = [f"problem: {example.get('message', '')}", f"case: {label} ({example.get('mode')})"]
-    if example.get("breaks"):
-        parts.append(f"breaks: {example['breaks']}")
-    parts.append(f"request: {request.get('method', 'POST')} {request.get('url', '')}")
-    parts.append(pretty_body(str(request.get("body", ""))))
-    if example.get("transport_error"):
-        parts.append(f"transport error: {example['transport_error']}")
-    parts.append(f"status: {example.get('status')}")
-    headers = example.get("response_headers") or {}
+    shown = example.evidence
+    request = shown.request
+    label = shown.case or shown.mode or "exchange"
+    parts = [f"problem: {example.message}", f"case: {label} ({shown.mode})"]
+    if shown.breaks:
+        parts.append(f"breaks: {shown.breaks}")
+    parts.append(f"request: {request.method} {request.url}")
+    parts.append(pretty_body(request.body))
+    if shown.transport_error:
+        parts.append(f"transport error: {shown.transport_error}")
+    parts.append(f"status: {shown.status}")
+    headers = shown.response_headers
     if headers:
         parts.append("response headers:")
         parts += [f"  {name}: {value}" for name, value in headers.items()]
-    if example.get("transcript") is not None:
+    if shown.transcript is not None:
         parts.append("SSE transcript:")
         parts += [f"  {line}" for line in transcript_lines(example)]
-        if example.get("stream_error"):
-            parts.append(f"stream error: {example['stream_error']}")
+        if shown.stream_error:
+            parts.append(f"stream error: {shown.stream_error}")
     else:
-        parts.append(f"response body: {example.get('body_excerpt', '')}")
-    parts.append(f"reproduce:\n  {example.get('curl', '')}")
+        parts.append(f"response body: {shown.body_excerpt}")
+    parts.append(f"reproduce:\n  {shown.curl}")
     return "\n".join(parts)
 
 
-def finding_text(tally: Tally, outcome: str) -> str:
+def finding_text(tally: Tally, outcome: Outcome) -> str:
     """The requirement, how often it failed (or was declined), and the first examples."""
-    examples = [ex for ex in tally.examples if ex.get("outcome", "failed") == outcome]
+    examples = [ex for ex in tally.examples if ex.outcome == outcome]
     count = {"failed": tally.failed, "error": tally.errored}.get(outcome, tally.unsupported)
     verb = {"failed": "failed", "error": "raised in the suite"}.get(outcome, "was declined")
     parts = [
@@ -96,8 +96,8 @@ def finding_text(tally: Tally, outcome: str) -> str:
 
 def _first_message(tally: Tally) -> str:
     for example in tally.examples:
-        if example.get("outcome", "failed") == "failed":
-            return str(example.get("message", ""))
+        if example.outcome == Outcome.FAILED:
+            return example.message
     return ""
 
 
@@ -118,7 +118,7 @@ def _skip_reason(tally: Tally, coverage: Coverage) -> str:
         ("untested", coverage.untested),
         ("not applicable", coverage.not_applicable),
     ):
-        why = next((w for rid, w in pairs if rid == tally.id), None)
+        why = next((u.reason for u in pairs if u.id == tally.id), None)
         if why is not None:
             return f"{label}: {why}" if why else label
     if tally.id in coverage.deselected:
@@ -140,19 +140,17 @@ def _testcase(suite: ET.Element, tally: Tally, *, strict: bool, coverage: Covera
         _property(props, "fingerprints", "\n".join(tally.fingerprints))
     status = status_of(tally, strict=strict)
     if status == ERROR:
-        first = next((ex for ex in tally.examples if ex.get("outcome") == "error"), {})
+        first = next((ex for ex in tally.examples if ex.outcome == Outcome.ERROR), None)
+        said = "the check raised" if first is None else first.message
         error = ET.SubElement(
-            case,
-            "error",
-            message=xml_safe(str(first.get("message", "the check raised"))[:MESSAGE_CHARS]),
-            type="suite defect",
+            case, "error", message=xml_safe(said[:MESSAGE_CHARS]), type="suite defect"
         )
-        error.text = xml_safe(finding_text(tally, "error"))
+        error.text = xml_safe(finding_text(tally, Outcome.ERROR))
     elif status == FAILED:
         failure = ET.SubElement(
             case, "failure", message=xml_safe(_failure_message(tally)), type=tally.level
         )
-        failure.text = xml_safe(finding_text(tally, "failed"))
+        failure.text = xml_safe(finding_text(tally, Outcome.FAILED))
     elif status == WARNED:
         why = (
             "not failing the run without --strict-should"
@@ -160,12 +158,14 @@ def _testcase(suite: ET.Element, tally: Tally, *, strict: bool, coverage: Covera
             else (f"{tally.level} findings do not fail the run")
         )
         out = ET.SubElement(case, "system-out")
-        out.text = xml_safe(f"{tally.level} finding ({why}):\n{finding_text(tally, 'failed')}")
+        out.text = xml_safe(
+            f"{tally.level} finding ({why}):\n{finding_text(tally, Outcome.FAILED)}"
+        )
     elif status == UNSUPPORTED:
         out = ET.SubElement(case, "system-out")
         out.text = xml_safe(
             f"capability not offered by the target (not a failure):\n"
-            f"{finding_text(tally, 'unsupported')}"
+            f"{finding_text(tally, Outcome.UNSUPPORTED)}"
         )
     elif status == NOT_TESTED:
         ET.SubElement(case, "skipped", message=xml_safe(_skip_reason(tally, coverage)))
@@ -183,31 +183,31 @@ def _coverage_case(suite: ET.Element, coverage: Coverage) -> bool:
         message=f"{len(coverage.untested)} requirement(s) left untested: incomplete, not passed",
         type="incomplete",
     )
-    failure.text = xml_safe("\n".join(f"{rid}: {why}" for rid, why in coverage.untested))
+    failure.text = xml_safe("\n".join(f"{u.id}: {u.reason}" for u in coverage.untested))
     return True
 
 
 def build_junit(results: Results) -> ET.Element:
     """The JUnit XML tree of ``results``."""
-    meta = results.meta
+    info = results.info
     strict = is_strict(results)
-    name = f"conformance {meta.get('spec', '')} @ {meta.get('target', '')}".strip()
+    name = f"conformance {info.spec or ''} @ {info.target or ''}".strip()
     root = ET.Element("testsuites", name="completions conformance")
     suite = ET.SubElement(root, "testsuite", name=xml_safe(name))
     props = ET.SubElement(suite, "properties")
     keys = ("target", "spec", "spec_title", "spec_source", "spec_sha256", "operation", "model")
     for key in (*keys, "contract", "seed", "strict", "strict_spec"):
-        if key in meta:
-            _property(props, key, meta[key])
-    _property(props, "verdict", verdict_of(results))
-    _property(props, "errata", ", ".join(str(e.get("id")) for e in meta.get("errata", [])))
-    _property(props, "policies", ", ".join(p["id"] for p in policies_of(meta)))
-    if meta.get("conventions"):
-        _property(props, "conventions", ", ".join(str(c.get("id")) for c in meta["conventions"]))
-    _property(props, "spent", json.dumps(results.spent, sort_keys=True))
+        if info.is_set(key):
+            _property(props, key, getattr(info, key))
+    _property(props, "verdict", verdict_of(results).word)
+    _property(props, "errata", ", ".join(e.id for e in info.errata or ()))
+    _property(props, "policies", ", ".join(p.id for p in policies_of(info)))
+    if info.conventions:
+        _property(props, "conventions", ", ".join(c.id for c in info.conventions))
+    _property(props, "spent", json.dumps(results.spent.to_json(), sort_keys=True))
     coverage = coverage_of(results)
     if coverage.untested:
-        _property(props, "untested", ", ".join(rid for rid, _ in coverage.untested))
+        _property(props, "untested", ", ".join(u.id for u in coverage.untested))
     statuses = [
         _testcase(suite, t, strict=strict, coverage=coverage)
         for t in ordered(results.tallies.values())
@@ -218,7 +218,7 @@ def build_junit(results: Results) -> ET.Element:
         "failures": str(statuses.count(FAILED) + incomplete),
         "errors": str(statuses.count(ERROR)),
         "skipped": str(statuses.count(NOT_TESTED)),
-        "time": str(meta.get("wall_time", 0)),
+        "time": str(info.wall_time if info.is_set("wall_time") else 0),
     }
     for element in (root, suite):
         element.attrib.update(counts)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from conformance.judging.run_info import RunInfo
+from conformance.judging.verdict import Uncovered
 from conformance.reports.matrix import (
     FAIL,
     MISSING,
@@ -40,11 +42,11 @@ def cell(text: object) -> str:
     return "<br>".join(out.splitlines()) if out else " "
 
 
-def spec_cell(meta: dict[str, Any]) -> str:
+def spec_cell(info: RunInfo) -> str:
     """The document a run was judged against: its name, and its digest where recorded
     (runs against different documents are not comparable row by row)."""
-    name = str(meta.get("spec", ""))
-    digest = str(meta.get("spec_sha256") or "")
+    name = "" if info.spec is None else str(info.spec)
+    digest = str(info.spec_sha256 or "")
     return f"{name} (sha256 {digest[:12]})" if digest else name
 
 
@@ -84,9 +86,9 @@ def latency_cell(summary: dict[str, Any]) -> str:
     )
 
 
-def _untested(pairs: tuple[tuple[str, str], ...]) -> str:
+def _untested(entries: tuple[Uncovered, ...]) -> str:
     """``2: AUTH-REQUIRED, RESP-ID`` or ``none``."""
-    return f"{len(pairs)}: {', '.join(rid for rid, _ in pairs)}" if pairs else "none"
+    return f"{len(entries)}: {', '.join(u.id for u in entries)}" if entries else "none"
 
 
 def comparison_markdown(comparison: Comparison) -> str:
@@ -101,14 +103,11 @@ def comparison_markdown(comparison: Comparison) -> str:
         ),
         ["Capabilities offered", *(t.offered.text() for t in comparison.targets)],
         ["Untested", *(_untested(t.coverage.untested) for t in comparison.targets)],
-        ["Spec", *(spec_cell(t.meta) for t in comparison.targets)],
-        ["Model", *(t.meta.get("model", "") for t in comparison.targets)],
+        ["Spec", *(spec_cell(t.info) for t in comparison.targets)],
+        ["Model", *("" if t.info.model is None else t.info.model for t in comparison.targets)],
         [
             "Requests / tokens",
-            *(
-                f"{int(t.spent.get('requests', 0))} / {int(t.spent.get('tokens', 0))}"
-                for t in comparison.targets
-            ),
+            *(f"{t.spent.requests} / {t.spent.tokens}" for t in comparison.targets),
         ],
         ["Streaming latency", *(latency_cell(t.latency) for t in comparison.targets)],
     ]
@@ -138,14 +137,18 @@ def comparison_markdown(comparison: Comparison) -> str:
             ),
         )
     for target in comparison.targets:
-        if target.baseline:
+        if target.baseline is not None:
             lines += ["", f"## Baseline diff: {cell(target.name)}", ""]
             lines += table(
                 ["New failures", "Known failures", "Fixed"],
                 [
                     [
-                        ", ".join(target.baseline.get(k) or []) or "none"
-                        for k in ("new", "known", "fixed")
+                        ", ".join(prints) or "none"
+                        for prints in (
+                            target.baseline.new,
+                            target.baseline.known,
+                            target.baseline.fixed,
+                        )
                     ]
                 ],
             )

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.judging.results import Results, Tally, latency_summary
+from conformance.judging.results import Capability, Results, Spent, Tally, latency_summary
+from conformance.judging.run_info import BaselineDiff, RunInfo
+from conformance.judging.verdict import Coverage
 from conformance.reports.summary import (
     ERROR,
     FAILED,
@@ -17,7 +19,6 @@ from conformance.reports.summary import (
     PASSED,
     UNSUPPORTED,
     WARNED,
-    Coverage,
     Offered,
     Score,
     area_rank,
@@ -72,11 +73,11 @@ class Offer:
     detail: str = ""
 
 
-def offer(entry: dict[str, str] | None) -> Offer:
+def offer(entry: Capability | None) -> Offer:
     """The :class:`Offer` of one capability-table entry (None: not probed)."""
-    if not entry:
+    if entry is None:
         return Offer("")
-    return Offer(str(entry.get("outcome", "")), str(entry.get("detail", "")))
+    return Offer(entry.outcome, entry.detail)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +99,9 @@ class Target:
     verdict: str
     scores: dict[str, Score]
     offered: Offered  # the capability figure, from the capability table
-    meta: dict[str, Any]
-    spent: dict[str, float]
-    baseline: dict[str, Any] | None
+    info: RunInfo
+    spent: Spent
+    baseline: BaselineDiff | None
     coverage: Coverage
     latency: dict[str, Any]
 
@@ -144,14 +145,14 @@ def compare(runs: list[tuple[str, Results]]) -> Comparison:
     targets = tuple(
         Target(
             name=name,
-            verdict=verdict_of(r),
+            verdict=verdict_of(r).word,
             scores=scores(r),
             offered=offered_of(r),
-            meta=r.meta,
+            info=r.info,
             spent=r.spent,
-            baseline=r.meta.get("baseline") or None,
+            baseline=r.info.baseline,
             coverage=coverage_of(r),
-            latency=latency_summary(r.latency, r.meta.get("concurrency")),
+            latency=latency_summary(r.latency, r.info.concurrency),
         )
         for name, r in runs
     )

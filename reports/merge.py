@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from conformance.judging.attribution import attribute
+from conformance.judging.decision import decide, recorded_record
 from conformance.judging.outcomes import BAD_INPUT
 from conformance.judging.record import RunRecord, ShardMismatch, combine_shards
 from conformance.judging.results import Results
-from conformance.judging.verdict import Verdict, decide
+from conformance.judging.verdict import Verdict
 from conformance.reports import write_all
 from conformance.reports.baseline import check_baseline, compare_to_baseline
 from conformance.reports.compare import InputError, load_results
@@ -34,9 +36,10 @@ PROG = "conformance-merge"
 
 
 def record_of(results: Results) -> RunRecord:
-    """The shard's run record (from its meta when it kept none: an older results.json)."""
+    """The shard's run record (from what it recorded when it kept none: an older
+    results.json)."""
     record = results.run_record
-    return RunRecord.from_meta(results.meta) if record.blank else record
+    return recorded_record(results) if record.blank else record
 
 
 def check_shards(runs: list[tuple[str, Results]]) -> RunRecord:
@@ -60,13 +63,13 @@ def merge(
     merged = Results()
     for run in runs:
         merged.merge(run)
-    merged.meta.pop("shard", None)
-    merged.meta["shards"] = len(runs)
-    merged.meta["wall_time"] = max(float(r.meta.get("wall_time", 0)) for r in runs)
+    merged.info.unset("shard")
+    merged.info.shards = len(runs)
+    merged.info.wall_time = max(float(r.info.wall_time or 0) for r in runs)
     attribute(merged)  # a witness shown wrong in one shard is no evidence in another
     if baseline is not None:
         diff = compare_to_baseline(merged, baseline)
-        merged.meta["baseline"] = diff.to_json()
+        merged.info.baseline = diff
         # Gated like a single run of --baseline: what failed there is known, unless it
         # fails here with a new fingerprint.
         known = {*record.known_failures, *(t.id for t in baseline.tallies.values() if t.failed)}
@@ -74,9 +77,7 @@ def merge(
             known_failures=tuple(sorted(known)), baseline_new_failures=tuple(diff.new_failures)
         )
     merged.run_record = record
-    verdict = decide(merged)
-    verdict.store(merged)
-    return merged, verdict
+    return merged, merged.decided(decide(merged))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         baseline = load_results(args.baseline) if args.baseline else None
         warnings: list[str] = []
         if baseline is not None:
-            errors, warnings = check_baseline(runs[0].meta, baseline)
+            errors, warnings = check_baseline(runs[0].info.taken_with(), baseline)
             if errors:
                 raise InputError(f"--baseline {args.baseline}: {errors[0]}")
     except InputError as exc:
@@ -99,9 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         return BAD_INPUT
     merged, verdict = merge(runs, baseline, record)
     if warnings:
-        merged.meta["baseline_warnings"] = warnings
-    if baseline is not None:
-        merged.meta["baseline"]["file"] = str(args.baseline)
+        merged.info.baseline_warnings = tuple(warnings)
+    if merged.info.baseline is not None:
+        merged.info.baseline = replace(merged.info.baseline, file=str(args.baseline))
     for path in write_all(merged, args.report_dir):
         print(f"report: {path}")
     why = f"; {'; '.join(verdict.reasons)}" if verdict.reasons else ""

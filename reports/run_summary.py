@@ -11,8 +11,8 @@ target-supplied text goes through ``reports.markdown.cell`` (inert, one line).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from conformance.judging.examples import Example, Outcome
 from conformance.judging.results import Results, Tally, latency_summary
 from conformance.reports.markdown import cell, table
 from conformance.reports.summary import (
@@ -28,6 +28,7 @@ from conformance.reports.summary import (
     is_strict,
     offered_of,
     ordered,
+    pairs,
     registry_line,
     shard_text,
     status_of,
@@ -44,29 +45,30 @@ _WORD = {
 MESSAGE_CHARS = 240
 
 
-def _first(tally: Tally, outcome: str) -> dict[str, Any]:
-    return next((ex for ex in tally.examples if ex.get("outcome", "failed") == outcome), {})
+def _first(tally: Tally, outcome: Outcome) -> Example | None:
+    return next((ex for ex in tally.examples if ex.outcome == outcome), None)
 
 
-def _example(tally: Tally, outcome: str) -> str:
+def _example(tally: Tally, outcome: Outcome) -> str:
     ex = _first(tally, outcome)
-    if not ex:
+    if ex is None:
         return "(no example kept)"
-    text = " ".join(str(ex.get("message", "")).split())
+    text = " ".join(ex.message.split())
     if len(text) > MESSAGE_CHARS:
         text = text[: MESSAGE_CHARS - 1] + "…"
-    where = f" at {ex['path']}" if ex.get("path") else ""
-    return f"{text} (case: {ex.get('case') or ex.get('mode') or '?'}{where})"
+    where = f" at {ex.path}" if ex.path else ""
+    return f"{text} (case: {ex.evidence.case or ex.evidence.mode or '?'}{where})"
 
 
 def summary_markdown(results: Results) -> str:
     """The run summary as GitHub-flavoured Markdown."""
-    meta = results.meta
+    info = results.info
     strict = is_strict(results)
-    verdict = verdict_of(results)
-    if meta.get("shard"):
+    decided = verdict_of(results)
+    verdict = decided.word
+    if info.shard:
         # One shard judged its slice only: its own word is not the run's (issue 27).
-        heading = f"shard {cell(meta['shard'])}, verdict left to the merge"
+        heading = f"shard {cell(info.shard)}, verdict left to the merge"
         said = cell(shard_text(verdict))
     else:
         heading = _WORD.get(verdict, "⚠️ " + verdict.upper())
@@ -76,21 +78,22 @@ def summary_markdown(results: Results) -> str:
         "",
         said,
         "",
-        f"Target `{cell(meta.get('target', '?'))}` · spec {cell(meta.get('spec', '?'))}"
-        f" · model `{cell(meta.get('model', '?'))}`"
-        + (f" · shards {meta['shards']}" if meta.get("shards") else "")
-        + f" · {int(results.spent.get('requests', 0))} requests,"
-        f" {int(results.spent.get('tokens', 0))} tokens",
+        f"Target `{cell(_or(info.target, '?'))}` · spec {cell(_or(info.spec, '?'))}"
+        f" · model `{cell(_or(info.model, '?'))}`"
+        + (f" · shards {info.shards}" if info.shards else "")
+        + f" · {results.spent.requests} requests,"
+        f" {results.spent.tokens} tokens",
     ]
-    if meta.get("spec_sha256"):
+    if info.spec_sha256:
         lines += [
             "",
-            f"Document `{cell(meta.get('spec_source', ''))}` · sha256 `{meta['spec_sha256']}`"
-            + (f" · {cell(meta['operation'])}" if meta.get("operation") else ""),
+            f"Document `{cell(_or(info.spec_source, ''))}` · sha256 `{info.spec_sha256}`"
+            + (f" · {cell(info.operation)}" if info.operation else ""),
         ]
-    for reason in meta.get("verdict_reasons") or []:  # decided by conformance.judging
+    recorded = results.verdict.reasons if results.verdict is not None else ()
+    for reason in recorded:  # decided by conformance.judging
         lines += ["", f"> {cell(reason)}"]
-    for warning in meta.get("baseline_warnings") or []:
+    for warning in info.baseline_warnings or ():
         lines += ["", f"> ⚠️ baseline: {cell(warning)}"]
     rows = ordered(results.tallies.values())
     errors = [t for t in rows if status_of(t, strict=strict) == ERROR]
@@ -98,7 +101,7 @@ def summary_markdown(results: Results) -> str:
         lines += ["", "### Suite defects (a check raised: fails the run)", ""]
         lines += table(
             ["Requirement", "Exchanges", "Error"],
-            ([f"`{t.id}`", t.errored, _example(t, "error")] for t in errors),
+            ([f"`{t.id}`", t.errored, _example(t, Outcome.ERROR)] for t in errors),
         )
     failed = [t for t in rows if status_of(t, strict=strict) in (FAILED, WARNED)]
     lines += ["", f"### Failed requirements ({len(failed)})", ""]
@@ -112,7 +115,7 @@ def summary_markdown(results: Results) -> str:
                     evidence_label(t) or "—",
                     f"{t.failed}/{t.checked}",
                     "yes" if status_of(t, strict=strict) == FAILED else "advisory",
-                    _example(t, "failed"),
+                    _example(t, Outcome.FAILED),
                 ]
                 for t in failed
             ),
@@ -123,14 +126,15 @@ def summary_markdown(results: Results) -> str:
     buckets = buckets_of(results)
     lines += ["", "### Not tested", ""]
     lines.append(
-        buckets.line() + ("" if coverage.recorded else " (This run recorded no coverage.)")
+        buckets.line()
+        + ("" if results.verdict is not None else " (This run recorded no coverage.)")
     )
     if coverage.untested:
         lines += ["", "Untested (untested is not passed):", ""]
-        lines += table(["Requirement", "Why"], coverage.untested)
+        lines += table(["Requirement", "Why"], pairs(coverage.untested))
     if coverage.not_applicable:
         lines += ["", "Not applicable (each with its stated reason):", ""]
-        lines += table(["Requirement", "Why"], coverage.not_applicable)
+        lines += table(["Requirement", "Why"], pairs(coverage.not_applicable))
     if buckets.not_exercised:
         lines += [
             "",
@@ -138,7 +142,7 @@ def summary_markdown(results: Results) -> str:
             + ", ".join(f"`{cell(rid)}`" for rid in buckets.not_exercised)
             + ".",
         ]
-    skipped = {str(e.get("reason", "")) for e in meta.get("skipped_scenarios") or []}
+    skipped = {str(e.get("reason", "")) for e in info.skipped_scenarios or ()}
     if skipped:
         lines += ["", "Scenarios not run: " + "; ".join(cell(r) for r in sorted(skipped)) + "."]
     if coverage.deselected:
@@ -153,16 +157,16 @@ def summary_markdown(results: Results) -> str:
         figure = offered_of(results).text()
         lines += [OFFERED_LEGEND.replace("offered:", f"offered: {figure},", 1), ""]
         lines += table(["Feature", "Outcome", "Detail"], caps)
-    baseline = meta.get("baseline")
-    if isinstance(baseline, dict):
+    baseline = info.baseline
+    if baseline is not None:
         lines += ["", "### Baseline", ""]
         lines += table(
             ["New (fail the run)", "Known", "Fixed"],
-            [[len(baseline.get(k) or []) for k in ("new", "known", "fixed")]],
+            [[len(baseline.new), len(baseline.known), len(baseline.fixed)]],
         )
-        if baseline.get("new"):
-            lines += ["", "New fingerprints: " + ", ".join(f"`{cell(f)}`" for f in baseline["new"])]
-    lat = latency_summary(results.latency, meta.get("concurrency"))
+        if baseline.new:
+            lines += ["", "New fingerprints: " + ", ".join(f"`{cell(f)}`" for f in baseline.new)]
+    lat = latency_summary(results.latency, info.concurrency)
     if lat["streams"]:
         parts = [
             f"{name} p50/p90/p99 {'/'.join(f'{v:.3f}' for v in lat[key].values())} s"
@@ -181,11 +185,16 @@ def summary_markdown(results: Results) -> str:
         "",
         "<details><summary>Spec errata applied and suite policies in force</summary>",
         "",
-        cell(registry_line(meta)),
+        cell(registry_line(info)),
         "",
         "</details>",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _or(value: object, default: str) -> str:
+    """``value`` as text, ``default`` when the run did not record it."""
+    return default if value is None else str(value)
 
 
 def write_summary(results: Results, path: Path) -> Path:

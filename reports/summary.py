@@ -8,26 +8,26 @@ rules live here so that JUnit, HTML, Markdown and the comparison agree on what "
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
+from conformance.judging.decision import verdict_of as decided_verdict
+from conformance.judging.examples import Example
 from conformance.judging.outcomes import MEANINGS, SHARD_MEANINGS
 from conformance.judging.requirements import AREAS, Level
-from conformance.judging.results import Results, Tally
-from conformance.judging.verdict import deciding_levels, verdict_word
+from conformance.judging.results import Results, Status, Tally
+from conformance.judging.run_info import RegistryEntry, RunInfo
+from conformance.judging.verdict import Coverage, Uncovered, Verdict, deciding_levels
 
 LEVELS = tuple(level.value for level in Level)
 
-# Statuses of one requirement in one run, as the reports show them.
-PASSED = "passed"
-FAILED = "failed"  # failed, and the failure decides the verdict
-WARNED = (
-    "warned"  # failed, but its level does not decide the verdict (SHOULD without --strict-should)
-)
-UNSUPPORTED = "unsupported"  # a CAPABILITY the target declined properly
-NOT_TESTED = "not-tested"
-ERROR = "error"  # the check itself raised: a suite defect, which fails the run
+# Statuses of one requirement in one run, as the reports show them (Tally.status_under).
+PASSED = Status.PASSED
+FAILED = Status.FAILED  # failed, and the failure decides the verdict
+WARNED = Status.WARNED  # failed, but its level does not decide (SHOULD without --strict-should)
+UNSUPPORTED = Status.UNSUPPORTED  # a CAPABILITY the target declined properly
+NOT_TESTED = Status.NOT_TESTED
+ERROR = Status.ERROR  # the check itself raised: a suite defect, which fails the run
 
 STATUS_LABELS = {
     ERROR: "suite error",
@@ -39,38 +39,31 @@ STATUS_LABELS = {
 }
 
 
-def policies_of(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The suite policies in force for the run (``meta["policies"]``, the registry of
+def policies_of(info: RunInfo) -> list[RegistryEntry]:
+    """The suite policies in force for the run (``info.policies``, the registry of
     conformance/judging/policies.py, also lists the errata applied: those are left out here)."""
-    entries = meta.get("policies") or []
-    return [dict(e) for e in entries if isinstance(e, Mapping) and e.get("kind") == "policy"]
+    return [e for e in info.policies or () if e.kind == "policy"]
 
 
-def registry_line(meta: Mapping[str, Any]) -> str:
+def registry_line(info: RunInfo) -> str:
     """One line naming the errata applied and the policies in force (the run's header)."""
-    none = "none (--strict-spec)" if meta.get("strict_spec") else "none"
-    errata = ", ".join(str(e.get("id")) for e in meta.get("errata") or []) or none
-    policies = ", ".join(str(p["id"]) for p in policies_of(meta)) or none
-    contract = f"Contract: {meta['contract']} · " if meta.get("contract") else ""
+    none = "none (--strict-spec)" if info.strict_spec else "none"
+    errata = ", ".join(e.id for e in info.errata or ()) or none
+    policies = ", ".join(p.id for p in policies_of(info)) or none
+    contract = f"Contract: {info.contract} · " if info.contract else ""
     line = f"{contract}Errata applied: {errata} · policies: {policies}"
-    conventions = ", ".join(str(c.get("id")) for c in meta.get("conventions") or [])
+    conventions = ", ".join(c.id for c in info.conventions or ())
     return line + (f" · conventions of the document: {conventions}" if conventions else "")
 
 
 def is_strict(results: Results) -> bool:
     """Whether SHOULD failures decide this run's verdict (``--strict-should``)."""
-    return bool(results.meta.get("strict"))
+    return bool(results.info.strict)
 
 
-def status_of(tally: Tally, *, strict: bool) -> str:
-    """The report status of one requirement: suite errors, failures, declines, then checks."""
-    if tally.errored:
-        return ERROR
-    if tally.failed:
-        return FAILED if tally.level in deciding_levels(strict=strict) else WARNED
-    if tally.unsupported:
-        return UNSUPPORTED
-    return PASSED if tally.checked else NOT_TESTED
+def status_of(tally: Tally, *, strict: bool) -> Status:
+    """The report status of one requirement (the one rule: Tally.status_under)."""
+    return tally.status_under(deciding_levels(strict=strict))
 
 
 #: What each verdict means, for the reader of a report (the one table: judging.outcomes).
@@ -88,41 +81,21 @@ def shard_text(verdict: str) -> str:
     )
 
 
-def verdict_of(results: Results) -> str:
-    """The run's verdict as the judge core decided it (conformance.judging.verdict_word):
+def verdict_of(results: Results) -> Verdict:
+    """The run's verdict as the judge core decided it (conformance.judging.verdict_of):
     the reports never decide on their own."""
-    return verdict_word(results)
-
-
-@dataclass(frozen=True, slots=True)
-class Coverage:
-    """``results.meta["coverage"]`` as the reports read it: (id, reason) pairs and IDs."""
-
-    untested: tuple[tuple[str, str], ...] = ()
-    not_applicable: tuple[tuple[str, str], ...] = ()
-    deselected: tuple[str, ...] = ()
-    recorded: bool = False  # whether the run recorded coverage at all
-
-
-def _pairs(entries: Any) -> tuple[tuple[str, str], ...]:
-    if not isinstance(entries, list):
-        return ()
-    return tuple(
-        (str(e.get("id", "")), str(e.get("reason", ""))) for e in entries if isinstance(e, Mapping)
-    )
+    return decided_verdict(results)
 
 
 def coverage_of(results: Results) -> Coverage:
-    """The run's coverage (untested, not applicable, deselected); empty when not recorded."""
-    raw = results.meta.get("coverage")
-    if not isinstance(raw, Mapping):
-        return Coverage()
-    return Coverage(
-        untested=_pairs(raw.get("untested")),
-        not_applicable=_pairs(raw.get("not_applicable")),
-        deselected=tuple(str(d) for d in raw.get("deselected") or []),
-        recorded=True,
-    )
+    """The run's coverage as its verdict recorded it (conformance.judging.verdict.coverage,
+    the one rule); empty when the run recorded no verdict (``results.verdict`` None)."""
+    return Coverage() if results.verdict is None else results.verdict.coverage
+
+
+def pairs(entries: Iterable[Uncovered]) -> list[tuple[str, str]]:
+    """Uncovered requirements as (id, reason) rows of a table."""
+    return [(u.id, u.reason) for u in entries]
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,8 +141,8 @@ def buckets_of(results: Results) -> Buckets:
     A MUST the target declined with a proper 4xx is not applicable, not also tested."""
     coverage = coverage_of(results)
     deselected = set(coverage.deselected)
-    not_applicable = {rid for rid, _ in coverage.not_applicable}
-    untested = {rid for rid, _ in coverage.untested}
+    not_applicable = {u.id for u in coverage.not_applicable}
+    untested = {u.id for u in coverage.untested}
     ids = list(dict.fromkeys([*results.tallies, *coverage.deselected, *not_applicable, *untested]))
     found: dict[str, list[str]] = {k: [] for k in ("d", "n", "u", "t", "x")}
     for rid in ids:
@@ -350,7 +323,7 @@ def offered_of(results: Results) -> Offered:
     """The capability figure of ``results`` (its capability table)."""
     seen: dict[str, int] = dict.fromkeys(OFFER_OUTCOMES, 0)
     for entry in results.capabilities.values():
-        outcome = str(entry.get("outcome", "")) or "broken"
+        outcome = entry.outcome or "broken"
         seen[outcome] = seen.get(outcome, 0) + 1
     return Offered(tuple(seen.items()))
 
@@ -358,19 +331,19 @@ def offered_of(results: Results) -> Offered:
 def capability_rows(results: Results) -> list[tuple[str, str, str]]:
     """The capability table as (feature, outcome, detail), sorted by feature."""
     return [
-        (feature, str(entry.get("outcome", "")), str(entry.get("detail", "")))
+        (feature, entry.outcome, entry.detail)
         for feature, entry in sorted(results.capabilities.items())
     ]
 
 
-def transcript_lines(example: Mapping[str, Any]) -> list[str]:
+def transcript_lines(example: Example) -> list[str]:
     """The SSE transcript of an example as ``+0.012s data: ...`` lines."""
     lines = []
-    for event in example.get("transcript") or []:
-        at = event.get("at")
+    for event in example.evidence.transcript or ():
+        at = event.at
         stamp = f"+{at:.3f}s" if isinstance(at, int | float) else "+?"
-        lines.append(f"{stamp} data: {event.get('data', '')}")
-    shown, total = len(lines), example.get("events")
+        lines.append(f"{stamp} data: {event.data}")
+    shown, total = len(lines), example.evidence.events
     if isinstance(total, int) and total > shown:
         lines.append(f"… {total - shown} more event(s) not kept")
     return lines

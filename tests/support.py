@@ -110,3 +110,28 @@ def all_failed(results: Iterable[dict[str, Finding]]) -> set[str]:
     for findings in results:
         out |= failed(findings)
     return out
+
+
+def meta_of(results: Any) -> dict[str, Any]:
+    """results.json's ``meta`` of ``results``, as written (RunInfo and the verdict)."""
+    return dict(results.to_json()["meta"])
+
+
+def set_meta(results: Any, **changes: Any) -> Any:
+    """``results`` with these results.json ``meta`` keys written (None removes one), read
+    back typed as a results.json written so would be (RunInfo, Verdict)."""
+    from conformance.judging.run_info import RunInfo
+    from conformance.judging.verdict import Verdict
+
+    meta = {**meta_of(results), **changes}
+    meta = {k: v for k, v in meta.items() if v is not None or k not in changes}
+    results.info = RunInfo.from_json(meta)
+    results.verdict = Verdict.from_json(meta)
+    return results
+
+
+def capability_table(table: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """A capability table as results.json writes it, typed (Results.capabilities)."""
+    from conformance.judging.results import Capability
+
+    return {feature: Capability.from_json(entry) for feature, entry in table.items()}

@@ -20,7 +20,7 @@ from support import Targets, judge, target_args
 from synthetic import body_exchange, chunks_for, completion_for, req, stream_exchange
 
 from conformance.front.plugin import SUITE_DIR
-from conformance.judging.attribution import ATTRIBUTION, attribute
+from conformance.judging.attribution import attribute
 from conformance.judging.case import Case
 from conformance.judging.checks import load_checks
 from conformance.judging.checks.defaults import DEFAULT_MAX_TOKENS_TAG
@@ -74,7 +74,7 @@ def test_usage_off_by_one_is_usage_completion_tokens_alone() -> None:
         "1 finding(s) not judged: usage shown wrong by USAGE-COMPLETION-TOKENS"
     ]
     assert (finish.checked, finish.fingerprints, finish.examples) == (1, [], [])
-    assert withheld == results.meta[ATTRIBUTION]
+    assert withheld == list(results.info.attribution or ())
     assert attribute(results) == []  # settled once: running it again changes nothing
     assert failing(results) == {"USAGE-COMPLETION-TOKENS"}
 
@@ -125,7 +125,7 @@ def test_cumulative_stream_logprobs_are_not_summed_into_an_overrun() -> None:
     results = run(stream_exchange(case, cumulative(case, words)))
     # Summed, the chunks' logprobs make 1 + 2 + 3 + 4 = 10 tokens for max_tokens 4.
     assert "STREAM-MAX-TOKENS" in failing(results)
-    assert "10 generated tokens" in results.tallies["STREAM-MAX-TOKENS"].examples[0]["message"]
+    assert "10 generated tokens" in results.tallies["STREAM-MAX-TOKENS"].examples[0].message
     attribute(results)
     assert "STREAM-MAX-TOKENS" not in failing(results)
     assert failing(results) == {"STREAM-LOGPROBS-OFFSETS"}
@@ -194,7 +194,7 @@ def test_a_last_chunk_repeating_the_logprobs_is_one_finding() -> None:
     assert "STREAM-MAX-TOKENS" in failing(results)  # 2 listed tokens for max_tokens 1
     attribute(results)
     assert failing(results) == {"STREAM-LOGPROBS-OFFSETS"}
-    message = results.tallies["STREAM-LOGPROBS-OFFSETS"].examples[0]["message"]
+    message = results.tallies["STREAM-LOGPROBS-OFFSETS"].examples[0].message
     assert "token 'L' at offset 6 twice" in message
 
 
@@ -489,7 +489,7 @@ def invented_usage_run(*, twin_cut: bool, shard: str | None = None) -> Results:
 def test_a_finding_on_a_usage_chunk_the_cut_twin_never_judged_is_withheld() -> None:
     results = invented_usage_run(twin_cut=True)
     finish = results.tallies["STREAM-FINISH-LENGTH"]
-    assert finish.failed == 1 and "after 7 token(s)" in finish.examples[0]["message"]
+    assert finish.failed == 1 and "after 7 token(s)" in finish.examples[0].message
     assert results.tallies["STREAM-USAGE-MATCHES"].checked == 0
     withheld = attribute(results)
     assert "STREAM-FINISH-LENGTH" not in failing(results)
@@ -497,7 +497,7 @@ def test_a_finding_on_a_usage_chunk_the_cut_twin_never_judged_is_withheld() -> N
         "1 finding(s) not judged: stream-usage never formed: STREAM-USAGE-MATCHES judged no "
         "exchange (its probe was cut or left nothing to compare)"
     ]
-    assert withheld[0]["witness"] == "stream-usage" and withheld[0]["shown_by"] == []
+    assert withheld[0].witness == "stream-usage" and withheld[0].shown_by == ()
 
 
 def test_a_finding_on_a_usage_chunk_stands_where_the_twin_formed_the_witness() -> None:
@@ -531,7 +531,7 @@ def test_what_a_shard_withheld_is_evidence_in_the_merge() -> None:
         merged.merge(results)
     attribute(merged)
     assert "MAX-TOKENS-DEFAULT" not in failing(merged)
-    witnesses = [r["witness"] for r in merged.meta[ATTRIBUTION]]
+    witnesses = [r.witness for r in merged.info.attribution or ()]
     assert witnesses == ["stream-logprobs", "twin-usage", "usage"]
 
 

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support import API_KEY, MODEL, Targets, target_args
+from support import API_KEY, MODEL, Targets, meta_of, target_args
 
 from conformance.front.plugin import SUITE_DIR
 from conformance.front.runner import assemble, run_suite
@@ -108,14 +108,14 @@ def test_messages_lose_their_values(message: str, normal: str) -> None:
 
 
 def test_what_the_baseline_was_taken_with_is_one_warning_line(baseline: Results) -> None:
-    this_run = {**baseline.meta, "seed": 1, "max_examples": 20}
+    this_run = {**meta_of(baseline), "seed": 1, "max_examples": 20}
     errors, warnings = check_baseline(this_run, baseline)
     assert errors == []
     assert warnings == [
         "the baseline was taken with --seed 0 (this run: 1), --max-examples 10 (this run: 20): "
         "its defects are matched by fingerprint, but requests it never drew may find more"
     ]
-    assert check_baseline(baseline.meta, baseline) == ([], [])
+    assert check_baseline(meta_of(baseline), baseline) == ([], [])
 
 
 def test_a_baseline_of_the_older_suite_is_refused_saying_to_retake_it(

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from support import MODEL, Targets, judge, target_args
+from support import MODEL, Targets, capability_table, judge, target_args
 
 from conformance.front.plugin import SUITE_DIR
 from conformance.judging import capabilities as cap
@@ -35,7 +35,7 @@ def _table(targets: Targets, flavor: str, *faults: str) -> dict[str, dict[str, s
             exchange = target.send(cap.seed_twin(case))
         findings = list(judge(target.spec, exchange, related).values())
         cap.record(results, case, exchange, findings, related)
-    return results.capabilities
+    return {f: c.to_json() for f, c in results.capabilities.items()}
 
 
 @pytest.mark.parametrize("flavor", ["aihubmix", "nscale"])
@@ -151,9 +151,9 @@ def test_the_worse_outcome_stays_and_merges() -> None:
     a.note_capability("echo", "ignored", "no echo")
     a.note_capability("echo", "offered", "200")
     b.note_capability("echo", "broken", "status 500")
-    assert a.capabilities["echo"] == {"outcome": "ignored", "detail": "no echo"}
+    assert a.capabilities["echo"].to_json() == {"outcome": "ignored", "detail": "no echo"}
     a.merge(b)
-    assert a.capabilities["echo"]["outcome"] == "broken"
+    assert a.capabilities["echo"].outcome == "broken"
     with pytest.raises(ValueError, match="unknown capability outcome"):
         a.note_capability("echo", "honoured")
 
@@ -214,7 +214,7 @@ def test_echo_declined_with_token_prompts_is_declined_in_that_form_only(targets:
     assert table["echo"]["outcome"] == "offered"
     assert table["echo:tokens"]["outcome"] == "declined"
     results = Results()
-    results.capabilities = table
+    results.capabilities = capability_table(table)
     assert cap.unmet(results, ["echo"]) == ["echo:tokens: declined (400 with the error envelope)"]
 
 
@@ -237,7 +237,7 @@ def _table_compared(targets: Targets, flavor: str, *faults: str) -> dict[str, di
         related = (compared,) if compared is not None else ()
         findings = list(judge(target.spec, exchange, related).values())
         cap.record(results, case, exchange, findings, related)
-    return results.capabilities
+    return {f: c.to_json() for f, c in results.capabilities.items()}
 
 
 def test_require_capabilities_echo_fails_when_token_prompts_decline_it(

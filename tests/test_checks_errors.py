@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support import API_KEY, MODEL, Targets, case, failed, judge
+from support import API_KEY, MODEL, Targets, case, failed, judge, meta_of
 from synthetic import body_exchange, req
 
 from conformance.judging.case import Case
@@ -24,7 +24,7 @@ from conformance.judging.checks.errors import (
 )
 from conformance.judging.exchange import Exchange, Headers
 from conformance.judging.requirements import REGISTRY, Level
-from conformance.judging.results import OBSERVED, Results
+from conformance.judging.results import Results
 from conformance.judging.spec import Spec, load_spec
 from conformance.run.client import Client, Limits, RetryPolicy
 from conformance.run.engine import Run, status_summary
@@ -154,10 +154,13 @@ def test_rate_limit_retries_are_counted_in_results(targets: Targets) -> None:
     assert [ex.status for ex in exchanges] == [200] * 6
     retries = target.client.retries - before
     assert retries >= 2
-    assert item.results.spent["retries"] == retries == sum(ex.retries for ex in exchanges)
-    assert item.results.spent["requests"] == 6 + retries
+    assert item.results.spent.retries == retries == sum(ex.retries for ex in exchanges)
+    assert item.results.spent.requests == 6 + retries
     # Every 429 waited out is counted among the statuses answered (and judged as a 429).
-    assert not run.rate_limited and item.results.meta[OBSERVED] == {"200": 6, "429": retries}
+    assert not run.rate_limited and meta_of(item.results)["observed_statuses"] == {
+        "200": 6,
+        "429": retries,
+    }
 
 
 def test_always_rate_limited_stops_sending_and_reaches_no_verdict(targets: Targets) -> None:
@@ -176,7 +179,7 @@ def test_always_rate_limited_stops_sending_and_reaches_no_verdict(targets: Targe
     # Judged only as a 429: a rate-limited exchange says nothing about the case it carried.
     judged = {rid for rid, t in item.results.tallies.items() if t.checked}
     assert judged <= {"RATE-LIMIT-ENVELOPE", "RETRY-AFTER-FORMAT"}
-    assert item.results.spent == {"requests": 2, "tokens": 0, "retries": 1}
+    assert item.results.spent.to_json() == {"requests": 2, "tokens": 0, "retries": 1}
     from conformance.front.plugin import raise_outcome
 
     with pytest.raises(pytest.skip.Exception, match="no verdict reached"):
@@ -186,11 +189,11 @@ def test_always_rate_limited_stops_sending_and_reaches_no_verdict(targets: Targe
 def test_observed_statuses_merge_and_summarise() -> None:
     spec = load_spec("aihubmix")
     merged, a, b = Results(), Results(), Results()
-    a.meta[OBSERVED] = {"200": 3, "400": 1}
-    b.meta[OBSERVED] = {"200": 2, "422": 1}
+    a.info.observed_statuses = {"200": 3, "400": 1}
+    b.info.observed_statuses = {"200": 2, "422": 1}
     for part in (a, b):
         merged.merge(part)
-    assert merged.meta[OBSERVED] == {"200": 5, "400": 1, "422": 1}
+    assert meta_of(merged)["observed_statuses"] == {"200": 5, "400": 1, "422": 1}
     assert status_summary(merged, spec) == (
         "statuses observed: 200 x5, 400 x1, 422 x1; "
         "declared but not observed: 401, 403, 404, 429, 5XX; undeclared: 422"

@@ -549,8 +549,8 @@ def test_a_stated_requirement_names_its_other_evidence() -> None:
 
 
 def test_the_run_and_its_verdict_use_the_level_under_the_spec_judged() -> None:
+    from conformance.judging.decision import coverage, decide
     from conformance.judging.results import Results
-    from conformance.judging.verdict import coverage, decide
     from conformance.run.session import Settings, record_of
 
     def nscale_run(spec: Any) -> tuple[Any, Any]:

@@ -93,7 +93,7 @@ def test_the_conformant_target_refuses_the_prompt_over_its_window(
     assert (tally.checked, tally.failed) == (1, 0)
     assert not [t.id for t in results.tallies.values() if t.failed]
     # The preflight, the model list, the short token-id prompt, the prompt over the window.
-    assert results.spent["requests"] == 4
+    assert results.spent.requests == 4
 
 
 def test_a_target_refusing_token_ids_gets_the_prompt_as_text(targets: Targets) -> None:
@@ -104,7 +104,7 @@ def test_a_target_refusing_token_ids_gets_the_prompt_as_text(targets: Targets) -
 def test_a_prompt_over_the_window_served_fails(targets: Targets) -> None:
     outcome = play(targets, "context-window-ignored")
     assert [rid for rid, _, _ in outcome.verdict.failed] == [RID]
-    message = outcome.results.tallies[RID].examples[0]["message"]
+    message = outcome.results.tallies[RID].examples[0].message
     assert "8192-token context window" in message and "'length'" in message
 
 
@@ -131,7 +131,7 @@ def test_a_window_past_the_token_budget_is_not_sent(targets: Targets) -> None:
     (ran,) = outcome.results.run_record.scenarios
     assert ran.cause == SkipCause.COST and "--budget-tokens 4096" in ran.reason
     assert "raise it above 8192" in ran.reason
-    assert outcome.results.spent["requests"] == 2  # the preflight and the model list
+    assert outcome.results.spent.requests == 2  # the preflight and the model list
     assert RID not in {u.id for u in outcome.verdict.coverage.untested}
     assert (
         "--budget-tokens" in {u.id: u.reason for u in outcome.verdict.coverage.not_applicable}[RID]

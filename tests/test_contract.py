@@ -10,7 +10,7 @@ fails the run under Nscale's prose-less document as it does under AIHubMix's and
 from __future__ import annotations
 
 import pytest
-from support import API_KEY, MODEL, Targets
+from support import API_KEY, MODEL, Targets, meta_of
 
 from conformance.front.proofs import CONTRACT_SHAPES, TOLERANCE
 from conformance.front.proofs_exact import EXACT
@@ -72,7 +72,7 @@ def test_by_the_document_alone_nscale_keeps_its_former_levels(targets: Targets) 
     assert tally.failed and tally.level == "SHOULD"
     assert "document contract" in tally.why_level
     assert outcome.verdict.word == "passed"
-    assert outcome.results.meta["contract"] == "document"
+    assert meta_of(outcome.results)["contract"] == "document"
 
 
 def test_a_created_a_client_cannot_read_fails_under_either_contract(targets: Targets) -> None:

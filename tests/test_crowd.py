@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 from hostile_servers import HeldBySlowRequest, Servers
-from support import API_KEY, MODEL, case
+from support import API_KEY, MODEL, case, meta_of
 
 from conformance.judging.case import Case
 from conformance.judging.checks.liveness import HEALTH_TAG
-from conformance.judging.results import SENT_ALONE
+from conformance.judging.run_info import SentAlone
 from conformance.judging.spec import load_spec
 from conformance.reference import ReferenceServer
 from conformance.run.client import Client, Limits
@@ -65,7 +65,7 @@ def test_the_request_that_held_the_target_is_judged_and_named(serve: Servers) ->
     tallies = item.results.tallies
     assert (tallies["INVALID-REJECTED"].checked, tallies["INVALID-REJECTED"].failed) == (1, 1)
     assert (tallies["HTTP-COMPLETE"].checked, tallies["HTTP-COMPLETE"].failed) == (4, 0)
-    entries = item.results.meta[SENT_ALONE]
+    entries = meta_of(item.results)["sent_alone"]
     assert len(entries) == 3
     assert all("the target was held by 'n:maximum: n=129'" in e["note"] for e in entries)
     assert all(e["held_by"].startswith("'n:maximum: n=129'") for e in entries)
@@ -161,14 +161,11 @@ def test_the_requests_answered_alone_reach_the_run_and_its_closing_lines() -> No
 
     held = "'n:maximum: n=129' {\"n\": 129}"
     run, first, second = Results(), Results(), Results()
-    first.meta[SENT_ALONE] = [{"case": "a", "note": "...", "held_by": held}]
-    second.meta[SENT_ALONE] = [
-        {"case": "b", "note": "...", "held_by": held},
-        {"case": "c", "note": "...", "held_by": None},
-    ]
+    first.info.sent_alone = (SentAlone("a", "...", held),)
+    second.info.sent_alone = (SentAlone("b", "...", held), SentAlone("c", "...", None))
     run.merge(first)
     run.merge(second)
-    assert [e["case"] for e in run.meta[SENT_ALONE]] == ["a", "b", "c"]
+    assert [e["case"] for e in meta_of(run)["sent_alone"]] == ["a", "b", "c"]
     lines = sent_alone_lines(run)
     assert lines[0].startswith("sent again alone: 3 request(s)")
     assert lines[1:] == [f"the target was held by: {held}"]

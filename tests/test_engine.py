@@ -12,16 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import API_KEY, MODEL, Targets, case
+from support import API_KEY, MODEL, Targets, capability_table, case, meta_of
 
 from conformance.front.runner import run_suite
 from conformance.judging.checks import load_checks
+from conformance.judging.decision import coverage, decide
 from conformance.judging.outcomes import EXIT_CODES
 from conformance.judging.record import ScenarioRun, SkipCause
 from conformance.judging.requirements import REGISTRY
 from conformance.judging.results import Results, Tally
 from conformance.judging.spec import load_spec
-from conformance.judging.verdict import coverage, decide
 from conformance.run.client import Client
 from conformance.run.engine import Run
 from conformance.run.scenarios import SCENARIOS, UNKNOWN_MODEL
@@ -47,9 +47,9 @@ outcome = run_suite(Setup(spec="nscale", settings=Settings(max_examples=2, concu
 print(json.dumps({
     "verdict": outcome.verdict.word,
     "exit": outcome.verdict.exit_code,
-    "requests": outcome.results.spent["requests"],
+    "requests": outcome.results.spent.requests,
     "played": [p.name for p in outcome.played],
-    "coverage": outcome.results.meta["coverage"],
+    "coverage": outcome.results.to_json()["meta"]["coverage"],
     "pytest_loaded": sorted(m for m in sys.modules if m.split(".")[0] in ("pytest", "_pytest")),
 }))
 """
@@ -82,10 +82,10 @@ def test_a_failing_target_fails_the_engine_run_naming_the_requirement(targets: T
 def _fingerprint(results: Results) -> dict[str, Any]:
     return {
         "tallies": {r: (t.checked, t.failed, t.unsupported) for r, t in results.tallies.items()},
-        "statuses": results.meta["observed_statuses"],
-        "capabilities": results.capabilities,
+        "statuses": meta_of(results)["observed_statuses"],
+        "capabilities": {f: c.to_json() for f, c in results.capabilities.items()},
         # Not tokens: the reference model samples unseeded requests at random.
-        "requests": results.spent["requests"],
+        "requests": results.spent.requests,
     }
 
 
@@ -105,7 +105,7 @@ def test_same_seed_same_requests_and_findings_at_concurrency_1_and_8(
         sent.clear()
         settings = Settings(max_examples=4, seed=3, concurrency=n)
         outcome = run_suite(Setup(spec="aihubmix", settings=settings))
-        assert outcome.results.meta["concurrency"] == n
+        assert meta_of(outcome.results)["concurrency"] == n
         runs[n] = (sorted(sent), _fingerprint(outcome.results), outcome.verdict.word)
     assert runs[1][0] == runs[8][0], "the same requests"
     assert runs[1][1] == runs[8][1], "the same findings"
@@ -187,9 +187,9 @@ def test_an_untested_must_makes_the_run_incomplete_never_passed() -> None:
         )
     )
     assert [u.id for u in verdict.coverage.untested] == ["ECHO-PREFIX"]
-    verdict.store(results)
-    assert results.meta["verdict"] == "incomplete"
-    assert results.meta["coverage"]["untested"] == [
+    results.decided(verdict)
+    assert meta_of(results)["verdict"] == "incomplete"
+    assert meta_of(results)["coverage"]["untested"] == [
         {"id": "ECHO-PREFIX", "reason": "no exchange of this run exercised it"}
     ]
 
@@ -290,10 +290,12 @@ def test_failure_beats_incomplete_and_rate_limits_give_no_verdict() -> None:
 def test_required_capabilities_fail_the_run() -> None:
     """Through conformance.judging.capabilities.unmet: declined and never-probed both fail the gate."""
     results = _results()
-    results.capabilities = {
-        "echo": {"outcome": "offered", "detail": ""},
-        "logprobs:1": {"outcome": "declined", "detail": "400 with the envelope"},
-    }
+    results.capabilities = capability_table(
+        {
+            "echo": {"outcome": "offered", "detail": ""},
+            "logprobs:1": {"outcome": "declined", "detail": "400 with the envelope"},
+        }
+    )
     verdict = decide(_with(results, require_capabilities=("echo", "logprobs", "suffix")))
     assert verdict.word == "failed"
     assert verdict.reasons == (
@@ -353,7 +355,7 @@ def test_a_run_is_told_as_typed_events() -> None:
     heard: list[Any] = []
     outcome = run_suite(Setup(), scenarios=(UNKNOWN_MODEL, DEEP_FUZZ), listeners=[heard.append])
     assert isinstance(heard[0], RunStarted) and heard[0].record.musts
-    assert heard[-1] == RunFinished(outcome.verdict)
+    assert heard[-1] == RunFinished(outcome.results, outcome.verdict)
     judged = [e for e in heard if isinstance(e, ExchangeJudged)]
     assert len(judged) == 1 and judged[0].status == 404 and judged[0].failed == ()
     finished = [e.run for e in heard if isinstance(e, ScenarioFinished)]

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from support import set_meta
 
 from conformance.judging.case import Case
 from conformance.judging.exchange import Exchange, Headers
@@ -104,8 +105,8 @@ def test_evaluate_reads_path_expected_actual_from_the_violation() -> None:
     results = Results.for_requirements([req])
     results.record(_exchange(), [finding])
     (example,) = results.tallies["X-ENUM"].examples
-    assert example["path"] == "choices[2].finish_reason" and example["actual"] == "eos"
-    assert example["fingerprint"] == finding.fingerprint
+    assert example.path == "choices[2].finish_reason" and example.actual == "eos"
+    assert example.fingerprint == finding.fingerprint
 
 
 # --- the barrier -------------------------------------------------------------------------
@@ -150,7 +151,7 @@ def test_a_check_that_raises_is_an_error_finding_not_a_lost_batch(
     # A SHOULD check that raised fails the run even without --strict-should or a baseline.
     decide = {t.id for t in results.failing(known=frozenset({"FAILS", "TEST-BROKEN"}))}
     assert decide == {"TEST-BROKEN"}
-    assert verdict_of(results) == "error"
+    assert verdict_of(results).word == "error"
     assert schema_errors(results.to_json()) == []
 
     page = render_html(results)
@@ -204,7 +205,7 @@ def test_merge_unions_fingerprints_and_dedupes_examples() -> None:
     a.merge(b)
     tally = a.tallies["R"]
     assert tally.fingerprints == ["R|non-stream|a[*]|x", "R|non-stream|b|z"]
-    assert [ex["message"] for ex in tally.examples] == ["x", "z"]
+    assert [ex.message for ex in tally.examples] == ["x", "z"]
     again = Results.from_json(json.loads(a.dumps()))
     assert again.tallies["R"].fingerprints == tally.fingerprints
 
@@ -217,7 +218,7 @@ def _run(*paths: str, level: Level = Level.MUST, **meta: str) -> Results:
     results.record(_exchange(), [Finding("OTHER", "passed")])
     for path in paths:
         results.record(_exchange(), [Finding("RESP-SCHEMA", "failed", "bad", path=path)])
-    results.meta.update(meta)
+    set_meta(results, **meta)
     return results
 
 
@@ -259,7 +260,7 @@ def test_baseline_line_counts_fingerprints_and_names_their_requirements() -> Non
     from conformance.reports.baseline import baseline_line
 
     diff = compare_to_baseline(_run("a[1]", "b"), _run("a[2]", "c"))
-    assert baseline_line(diff.to_json()) == (
+    assert baseline_line(diff) == (
         "baseline: 1 known (RESP-SCHEMA), 1 new (RESP-SCHEMA), 1 fixed (RESP-SCHEMA)"
     )
 

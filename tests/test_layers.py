@@ -171,9 +171,9 @@ def test_the_checker_sees_an_upward_arrow_and_a_cycle() -> None:
     assert upward({"conformance.judging.a": {"conformance.run.b"}, "conformance.run.b": set()})
     loop = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(loop) == [["a", "b", "c"]]
-    verdict = PACKAGE / "judging" / "verdict.py"
+    verdict = PACKAGE / "judging" / "decision.py"
     every = set(modules())
-    assert "conformance.judging.record" in imports(verdict, "conformance.judging.verdict", every)
+    assert "conformance.judging.record" in imports(verdict, "conformance.judging.decision", every)
 
 
 @pytest.mark.parametrize("name", LAYERS)

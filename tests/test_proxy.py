@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 import pytest
+from support import meta_of
 
 from conformance import Settings, Setup, run_suite
 from conformance.front.proofs_exact import EXACT
@@ -245,7 +246,7 @@ def test_sample_judges_that_share_and_counts_the_rest() -> None:
             )
         httpx.get(proxy.url + "/v1/models", headers={"Authorization": f"Bearer {KEY}"})
         snapshot = proxy.stop()
-    traffic = snapshot.overall.meta["traffic"]
+    traffic = meta_of(snapshot.overall)["traffic"]
     assert traffic["seen"] == 5 and traffic["judged"] == 2
     assert traffic["unjudged"] == {"sampled out": 2, "a request to another operation": 1}
 
@@ -316,7 +317,7 @@ def test_the_copies_for_the_judge_stay_within_their_budget() -> None:
         proxy.drain()
         assert proxy.shared.held.value == 0 and 0 < proxy.shared.peak.value <= 600
         snapshot = proxy.stop()
-    traffic = snapshot.overall.meta["traffic"]
+    traffic = meta_of(snapshot.overall)["traffic"]
     assert traffic["judged"] == 1
     assert traffic["unjudged"] == {"the judge's memory budget was spent (--max-held-bytes)": 1}
 
@@ -378,7 +379,7 @@ def test_a_stream_the_client_leaves_at_done_is_judged() -> None:
             snapshot = proxy.stop()
     finally:
         server.should_exit = True
-    traffic = snapshot.overall.meta["traffic"]
+    traffic = meta_of(snapshot.overall)["traffic"]
     assert (traffic["judged"], traffic["unjudged"]) == (1, {})
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from support import capability_table, set_meta
+
 from conformance.judging.case import Case
 from conformance.judging.exchange import Exchange, Headers
 from conformance.judging.requirements import Level, Requirement
@@ -35,8 +37,9 @@ def _results() -> Results:
         body=b'{"id": ""}',
     )
     results.record(exchange, [Finding("RESP-ID", "failed", message=f"empty id {HOSTILE}")])
-    results.meta.update(
-        {
+    set_meta(
+        results,
+        **{
             "target": "http://t",
             "spec": "aihubmix",
             "model": HOSTILE,
@@ -49,9 +52,9 @@ def _results() -> Results:
             "skipped_scenarios": [{"reason": "deep fuzz is opt-in: --fuzz N", "covers": []}],
             "errata": [{"id": "nullable-in-openapi-3.1", "title": "t", "detail": HOSTILE}],
             "policies": [{"id": "done-sentinel", "kind": "policy", "title": "t", "detail": "d"}],
-        }
+        },
     )
-    results.capabilities["n"] = {"outcome": "ignored", "detail": HOSTILE}
+    results.capabilities |= capability_table({"n": {"outcome": "ignored", "detail": HOSTILE}})
     return results
 
 

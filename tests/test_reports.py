@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from support import capability_table, set_meta
 
 from conformance import reports
 from conformance.judging.case import Case
@@ -67,16 +68,19 @@ def make_results(**meta: object) -> Results:
         )
     results.record(_exchange(), [Finding("SHOULD-FAIL", "failed", "id is empty")])
     results.record(_exchange(), [Finding("CAP-DECLINED", "unsupported", "declined with 400")])
-    results.capabilities = {
-        "echo": {"outcome": "declined", "detail": "400 with the error envelope"},
-        "best_of": {"outcome": "broken", "detail": "status 500"},
-    }
+    results.capabilities = capability_table(
+        {
+            "echo": {"outcome": "declined", "detail": "400 with the error envelope"},
+            "best_of": {"outcome": "broken", "detail": "status 500"},
+        }
+    )
     results.latency = [
         {"case": "stream", "ttfb_s": 0.012, "total_s": 0.05, "buffered": False},
         {"case": "late", "ttfb_s": None, "p95_gap_s": 0.3, "buffered": True},
     ]
-    results.meta.update(
-        {
+    set_meta(
+        results,
+        **{
             "target": "https://target.example",
             "spec": "aihubmix",
             "spec_title": "AIHubMix 1.0",
@@ -87,7 +91,7 @@ def make_results(**meta: object) -> Results:
             "verdict": "failed",
             "observed_statuses": {"200": 7, "400": 1},
             **meta,
-        }
+        },
     )
     return results
 
@@ -259,9 +263,10 @@ def test_html_escapes_everything_the_target_supplies() -> None:
     )
     results.record(exchange, [Finding("MUST-FAIL", "failed", bad)])
     results.record(plain, [Finding("SHOULD-FAIL", "failed", bad)])
-    results.capabilities = {bad: {"outcome": "ignored", "detail": bad}}
+    results.capabilities = capability_table({bad: {"outcome": "ignored", "detail": bad}})
     results.latency = [{bad: bad}]
-    results.meta.update(
+    set_meta(
+        results,
         target=bad,
         spec=bad,
         spec_title=bad,

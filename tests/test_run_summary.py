@@ -10,12 +10,13 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from support import meta_of, set_meta
 
 from conformance import reports
 from conformance.judging.case import Case
 from conformance.judging.exchange import Exchange, Headers
 from conformance.judging.outcomes import BAD_INPUT
-from conformance.judging.record import ShardMismatch
+from conformance.judging.record import RunRecord, ShardMismatch
 from conformance.judging.requirements import Level, Requirement
 from conformance.judging.results import Finding, Results, Tally, latency_summary
 from conformance.reports.html import render_html
@@ -59,12 +60,8 @@ def _results(verdict: str = "incomplete", **meta: Any) -> Results:
     results = Results.for_requirements([_req("RESP-SCHEMA"), _req("AUTH-REQUIRED")])
     results.record(_exchange(), [Finding("RESP-SCHEMA", "passed")])
     results.tallies["RESP-SCHEMA"].evidence = "spec-schema"
-    results.meta.update(
-        {"target": "http://t", "spec": "aihubmix", "model": "m", "verdict": verdict}
-    )
-    results.meta["coverage"] = COVERAGE
-    results.meta.update(meta)
-    return results
+    set_meta(results, target="http://t", spec="aihubmix", model="m", verdict=verdict)
+    return set_meta(results, coverage=COVERAGE, **meta)
 
 
 def test_incomplete_is_amber_never_green_and_lists_the_untested() -> None:
@@ -79,9 +76,11 @@ def test_incomplete_is_amber_never_green_and_lists_the_untested() -> None:
 
 def test_a_run_without_coverage_says_so_and_derives_incomplete() -> None:
     results = _results()
-    del results.meta["verdict"]
+    set_meta(results, verdict="passed")  # a recorded pass over an untested MUST: derived
+    results.run_record = RunRecord()  # an older results.json: no record
     assert "INCOMPLETE" in summary_markdown(results)
-    del results.meta["coverage"]
+    set_meta(results, verdict=None)  # the verdict and its coverage are one record
+    set_meta(results, coverage=None)
     assert "This run recorded no coverage" in render_html(results)
 
 
@@ -104,7 +103,7 @@ def test_json_with_coverage_and_latency_validates() -> None:
     data = results.to_json()
     assert schema_errors(data) == []
     assert data["latency_summary"]["concurrency"] == 8
-    assert Results.from_json(data).meta["coverage"] == COVERAGE
+    assert meta_of(Results.from_json(data))["coverage"] == COVERAGE
 
 
 def test_summary_md_has_verdict_coverage_failures_and_capabilities() -> None:
@@ -152,15 +151,12 @@ def test_html_and_compare_show_latency_with_concurrency() -> None:
 
 def _shard(k: int, n: int = 3, **meta: Any) -> Results:
     results = _results(verdict="passed", shard=f"{k}/{n}", **meta)
-    results.meta["coverage"] = {
-        "untested": [{"id": "AUTH-REQUIRED", "reason": f"not in shard {k}"}],
-        "not_applicable": [],
-        "deselected": [],
-    }
+    untested = [{"id": "AUTH-REQUIRED", "reason": f"not in shard {k}"}]
     if k == 2:  # the auth probes ran in shard 2
         results.record(_exchange(), [Finding("AUTH-REQUIRED", "passed")])
-        results.meta["coverage"]["untested"] = []
-    return results
+        untested = []
+    coverage = {"untested": untested, "not_applicable": [], "deselected": []}
+    return set_meta(results, coverage=coverage)
 
 
 def _write(tmp_path: Path, runs: list[Results]) -> list[str]:
@@ -181,8 +177,8 @@ def test_merged_shards_cover_what_each_left_untested(tmp_path: Path) -> None:
     with pytest.raises(ShardMismatch, match="shard 2/3 missing"):  # merge() guards too
         merge([_shard(1), _shard(3)])
     merged, verdict = merge([_shard(1, 2), _shard(2, 2)])  # AUTH-REQUIRED ran in shard 2
-    assert merged.meta["verdict"] == verdict.word == "passed"
-    assert merged.meta["coverage"]["untested"] == []
+    assert meta_of(merged)["verdict"] == verdict.word == "passed"
+    assert meta_of(merged)["coverage"]["untested"] == []
 
 
 @pytest.mark.parametrize(
@@ -225,7 +221,7 @@ def test_the_evidence_tier_is_read_from_the_requirement() -> None:
 def _failing_shard(k: int, path: str) -> Results:
     shard = _shard(k)
     shard.record(_exchange(), [Finding("RESP-SCHEMA", "failed", "bad", path=path)])
-    shard.meta["verdict"] = "failed"
+    set_meta(shard, verdict="failed")
     return shard
 
 
@@ -261,7 +257,7 @@ def test_a_recorded_pass_over_untested_requirements_is_never_shown_green() -> No
     page = render_html(results)
     assert 'class="verdict incomplete"' in page and 'class="verdict passed"' not in page
     assert "INCOMPLETE" in summary_markdown(results)
-    results.meta["coverage"] = {"untested": [], "not_applicable": [], "deselected": []}
+    set_meta(results, coverage={"untested": [], "not_applicable": [], "deselected": []})
     assert 'class="verdict passed"' in render_html(results)
 
 
@@ -286,14 +282,18 @@ def test_summary_md_counts_add_up_every_requirement_in_one_bucket() -> None:
         tally("CAPS", "CAPABILITY", checked=1),
     ):
         results.tallies[t.id] = t
-    results.meta["coverage"] = {
-        "untested": [{"id": "AUTH-REQUIRED", "reason": "no exchange exercised it"}],
-        "not_applicable": [
-            {"id": "STREAM-USAGE", "reason": "the spec declares no stream_options"},
-            {"id": "LOGPROBS-PRESENCE", "reason": "declined with a proper 4xx (2x)"},
-        ],
-        "deselected": ["RESP-ID"],  # deselected: no tally at all
-    }
+    set_meta(results, verdict="incomplete")  # coverage is recorded with its verdict
+    set_meta(
+        results,
+        coverage={
+            "untested": [{"id": "AUTH-REQUIRED", "reason": "no exchange exercised it"}],
+            "not_applicable": [
+                {"id": "STREAM-USAGE", "reason": "the spec declares no stream_options"},
+                {"id": "LOGPROBS-PRESENCE", "reason": "declined with a proper 4xx (2x)"},
+            ],
+            "deselected": ["RESP-ID"],  # deselected: no tally at all
+        },
+    )
     buckets = buckets_of(results)
     every = [rid for ids in buckets.parts().values() for rid in ids]
     assert sorted(every) == sorted({*results.tallies, "RESP-ID"})  # each exactly once

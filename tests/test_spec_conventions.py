@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from fastapi_document import FIXTURE, build, load
-from support import Targets, case, failed, judge
+from support import Targets, case, failed, judge, meta_of
 
 from conformance.judging.checks import load_checks
 from conformance.judging.checks.errors import unknown_model_probe
@@ -213,7 +213,7 @@ def test_a_whole_run_under_the_fastapi_document_passes_on_a_conformant_target() 
     outcome = run_suite(Setup(settings=Settings(max_examples=2), spec=str(FIXTURE)))
     assert outcome.verdict.word == "passed", outcome.verdict.reasons
     assert outcome.results.tallies["STREAM-CHUNK-SCHEMA"].checked > 0
-    conventions = [c["id"] for c in outcome.results.meta["conventions"]]
+    conventions = [c["id"] for c in meta_of(outcome.results)["conventions"]]
     assert conventions == [STREAM_STRING, FASTAPI_422, NO_4XX]
 
 

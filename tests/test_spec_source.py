@@ -20,6 +20,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
+from support import meta_of
 
 from conformance.front.runner import assemble, run_suite
 from conformance.judging.spec import SpecError, load_spec, specs_dir
@@ -179,7 +180,7 @@ def openai_target() -> Iterator[str]:
 def _run(spec: str, target: str | None = None) -> tuple[str, dict[str, object]]:
     setup = Setup(settings=SMALL_RUN, spec=spec, target_url=target, api_key=KEY if target else None)
     outcome = run_suite(setup)
-    return outcome.verdict.word, outcome.results.meta
+    return outcome.verdict.word, meta_of(outcome.results)
 
 
 def test_openai_by_name_passes_on_the_embedded_target() -> None:

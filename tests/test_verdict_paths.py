@@ -15,16 +15,16 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import examples
+from support import capability_table, examples
 
 from conformance.front.runner import run_suite
 from conformance.judging.case import Case
+from conformance.judging.decision import decide
 from conformance.judging.exchange import Exchange
 from conformance.judging.outcomes import BAD_INPUT
 from conformance.judging.record import RunRecord, ScenarioRun, SkipCause
 from conformance.judging.requirements import Level, Requirement
 from conformance.judging.results import Finding, Results
-from conformance.judging.verdict import decide
 from conformance.judging.wire import exchange_from_wire
 from conformance.reports.merge import main as merge_main
 from conformance.reports.merge import merge
@@ -88,7 +88,7 @@ def _item(name: str, findings: list[tuple[str, str]], **run: Any) -> Results:
     budget = run.pop("budget", None)
     no_verdict = run.pop("no_verdict", None)
     caps = run.pop("capabilities", {})
-    results.capabilities = dict(caps)
+    results.capabilities = capability_table(caps)
     results.run_record = RunRecord(
         scenarios=(ScenarioRun(name, **run),), budget=budget, no_verdict=no_verdict
     )
@@ -110,7 +110,7 @@ def _shards(items: list[Results], n: int, **identity: Any) -> list[Results]:
     for k in range(1, n + 1):
         record = _identity(run_id=f"run{k}", shards=(f"{k}/{n}",), **identity)
         shard = _run(record, items[k - 1 :: n])
-        decide(shard, partial=True).store(shard)
+        shard.decided(decide(shard, partial=True))
         out.append(Results.from_json(json.loads(shard.dumps())))
     return out
 
@@ -179,7 +179,9 @@ def test_shards_of_different_seeds_are_refused(
 
 def test_whole_runs_are_not_shards(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     whole = [_run(_identity(run_id=f"r{i}"), _every_must_passed()) for i in range(2)]
-    assert merge_main([*_write(tmp_path, whole), "--report-dir", str(tmp_path / "out")]) == BAD_INPUT
+    assert (
+        merge_main([*_write(tmp_path, whole), "--report-dir", str(tmp_path / "out")]) == BAD_INPUT
+    )
     assert "whole runs, not shards" in capsys.readouterr().err
 
 

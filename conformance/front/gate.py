@@ -160,7 +160,7 @@ def verdict_of(report_dir: Path) -> str:
     from conformance.reports.compare import load_results
     from conformance.reports.summary import verdict_of as recorded
 
-    return recorded(load_results(report_dir / "results.json"))
+    return recorded(load_results(report_dir / "results.json")).word
 
 
 def _append(path: str | None, text: str) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,11 +30,12 @@ from conformance.front.options import (
 )
 
 if TYPE_CHECKING:
+    from conformance.judging.events import Event, ItemEvent, Listener
     from conformance.run.assembly import Assembled
     from conformance.run.item import ItemOutcome, ItemRun
     from conformance.run.scenarios import Scenario
 
-__all__ = ["SUITE_DIR", "Suite", "raise_outcome", "rewrite_no_library", "suite_test"]
+__all__ = ["SUITE_DIR", "Suite", "listen", "raise_outcome", "rewrite_no_library", "suite_test"]
 STATE = pytest.StashKey["SuiteSession"]()
 ITEM_KEY = pytest.StashKey["ItemRun"]()
 
@@ -81,10 +83,11 @@ def pytest_configure(config: pytest.Config) -> None:
     except BadInput as exc:
         raise pytest.UsageError(f"conformance: {exc}") from None
     config.add_cleanup(assembled.close)
-    from conformance.judging.events import RunStarted
-
-    assembled.run.emit(RunStarted(assembled.results.run_record))
     session = SuiteSession(config, assembled)
+    if hasattr(config, "workerinput"):
+        # A pytest-xdist worker: its items' events travel to the controller with their
+        # reports (pytest_runtest_makereport), whose listeners hear the whole run.
+        assembled.run.emit.listen(session.ship)
     config.stash[STATE] = session
     config.pluginmanager.register(session, "conformance-session")
     config.add_cleanup(lambda: config.pluginmanager.unregister(session))
@@ -176,6 +179,19 @@ def conformance(request: pytest.FixtureRequest) -> Iterator[Suite]:
     yield Suite(item)
 
 
+def listen(config: pytest.Config, listener: Listener) -> bool:
+    """Have ``listener`` hear the run of this pytest session as events
+    (conformance/judging/events.py): RunStarted when the session starts, every judged
+    exchange and scenario item (an xdist worker's too, shipped to the controller), and
+    RunFinished with the typed Results and verdict. Call it from ``pytest_configure``
+    (a plugin or conftest); False when the suite is not running in this session."""
+    session = config.stash.get(STATE, None)
+    if session is None:
+        return False
+    session.assembled.run.emit.listen(listener)
+    return True
+
+
 class SuiteSession:
     """The hooks of one suite session, holding its assembled run (no module globals)."""
 
@@ -186,6 +202,16 @@ class SuiteSession:
         self.passed = False
         self.tests_deselected = 0
         self.usage_error: str | None = None
+        self.shipping: list[ItemEvent] = []
+        self.shipping_lock = threading.Lock()
+
+    def ship(self, event: Event) -> None:
+        """Keep an item's event to ship to the controller (an xdist worker's listener)."""
+        from conformance.judging.events import ExchangeJudged, ScenarioFinished
+
+        if isinstance(event, ExchangeJudged | ScenarioFinished):
+            with self.shipping_lock:
+                self.shipping.append(event)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_collection(self, session: pytest.Session) -> Any:
@@ -198,6 +224,15 @@ class SuiteSession:
             said = " ".join(" ".join(str(a).split()) for a in exc.args)  # one line
             self.usage_error = said or "usage error"
             raise pytest.UsageError() from None
+
+    def pytest_sessionstart(self) -> None:
+        """The run is told as events from here (listeners added in pytest_configure hear
+        it all; an xdist worker's are shipped to the controller, which tells RunStarted)."""
+        if hasattr(self.config, "workerinput"):
+            return
+        from conformance.judging.events import RunStarted
+
+        self.assembled.run.emit(RunStarted(self.assembled.results.run_record))
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.tests_deselected += len(items)
@@ -214,14 +249,14 @@ class SuiteSession:
             self.config.hook.pytest_deselected(items=dropped)
         items[:] = keep
         results = self.assembled.results
-        results.meta["shard"] = shard
+        results.info.shard = shard
         results.run_record = results.run_record.with_(shards=(shard,))
 
     def pytest_report_header(self) -> list[str]:
-        meta, spec = self.assembled.results.meta, self.assembled.spec
+        info, spec = self.assembled.results.info, self.assembled.spec
         lines = [
-            f"conformance: target {meta['target']}, spec {spec.name} ({meta['spec_title']}), "
-            f"model {meta['model']}, concurrency {meta['concurrency']}",
+            f"conformance: target {info.target}, spec {spec.name} ({info.spec_title}), "
+            f"model {info.model}, concurrency {info.concurrency}",
             *(f"conformance: {note}" for note in self.assembled.notes),
         ]
         from conformance.judging.spec_notes import header_lines
@@ -262,6 +297,12 @@ class SuiteSession:
         if item_run is not None and call.when == "teardown":
             # Travels with the report (also across pytest-xdist) to the controller.
             report.conformance_results = json.dumps(item_run.results.to_json())
+        if call.when == "teardown" and self.shipping:
+            from conformance.judging.events import item_event_to_json
+
+            with self.shipping_lock:
+                shipped, self.shipping = self.shipping, []
+            report.conformance_events = json.dumps([item_event_to_json(e) for e in shipped])
         return report
 
     @pytest.hookimpl(tryfirst=True)
@@ -274,6 +315,13 @@ class SuiteSession:
         return None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        events = getattr(report, "conformance_events", None)
+        if events is not None and not hasattr(self.config, "workerinput"):
+            # Heard on an xdist worker: told again here, to the controller's listeners.
+            from conformance.judging.events import item_event_from_json
+
+            for data in json.loads(events):
+                self.assembled.run.emit(item_event_from_json(data))
         payload = getattr(report, "conformance_results", None)
         if payload is not None:
             from conformance.judging.results import Results
@@ -286,39 +334,38 @@ class SuiteSession:
         if hasattr(config, "workerinput") or config.option.collectonly:
             return
         from conformance.front.runner import finish
-        from conformance.front.terminal import closing_lines
+        from conformance.front.terminal import ClosingBlock
+        from conformance.reports import ReportWriter
 
         self.assembled.run.close()
         # Normalised: "--report-dir ../runs/x" is shown as .../runs/x, not .../repo/../runs/x.
         report_dir = Path(
             os.path.abspath(Path(config.invocation_params.dir, config.option.report_dir))
         )
-        from conformance.judging.verdict import failing
+        from conformance.judging.decision import failing
 
         # Whether a suite test failed for a conformance failure (as ItemRun.outcome does).
         failed = bool(failing(self.assembled.results, self.assembled.results.run_record))
-        verdict, written = finish(
+        # The run told as events: RunFinished is heard by the report writer, then by the
+        # closing block (which names the files written), as by any listener of the run.
+        writer = ReportWriter(report_dir)
+        block = ClosingBlock(
+            self.assembled.spec,
+            reports=lambda: writer.written,
+            tests_deselected=self.tests_deselected,
+        )
+        verdict, _ = finish(
             self.assembled,
-            report_dir,
+            None,
             runner_error=self.usage_error or _runner_error(exitstatus, failing=failed),
             partial=bool(config.option.shard),
+            listeners=(writer, block),
         )
-        from conformance.judging.events import RunFinished
-
-        self.assembled.run.emit(RunFinished(verdict))
         # An error keeps pytest's own code (interrupted, internal error, usage...).
         keep = verdict.word == "error" and exitstatus not in (0, 1)
         session.exitstatus = exitstatus if keep else verdict.exit_code
-        results = self.assembled.results
         self.passed = verdict.word == "passed"
-        self.closing = closing_lines(
-            verdict,
-            results,
-            self.assembled.spec,
-            written,
-            [],
-            tests_deselected=self.tests_deselected,
-        )
+        self.closing = block.lines
         if self.usage_error:
             self.closing.insert(-1, f"ERROR: {self.usage_error}")
 

@@ -9,12 +9,13 @@ This layer may import the reports; the engine and the judge core below it never 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from conformance.judging.events import Listener, RunFinished, RunStarted
 from conformance.judging.results import Results
+from conformance.judging.run_info import BaselineDiff
 from conformance.judging.verdict import Verdict
 from conformance.run.assembly import Assembled, BadInput, conclude
 from conformance.run.assembly import assemble as assemble_run
@@ -45,7 +46,7 @@ class FileBaseline:
     def known(self) -> frozenset[str]:
         return frozenset(t.id for t in self.results.tallies.values() if t.failed)
 
-    def admit(self, this_run: Mapping[str, Any]) -> list[str]:
+    def admit(self, this_run: Mapping[str, object]) -> list[str]:
         from conformance.reports.baseline import check_baseline
 
         refused, warnings = check_baseline(this_run, self.results)
@@ -53,11 +54,10 @@ class FileBaseline:
             raise BadInput(f"--baseline {self.path}: {refused[0]}")
         return warnings
 
-    def compare(self, results: Results) -> tuple[dict[str, Any], tuple[str, ...]]:
+    def compare(self, results: Results) -> BaselineDiff:
         from conformance.reports.baseline import compare_to_baseline
 
-        diff = compare_to_baseline(results, self.results)
-        return diff.to_json() | {"file": self.path}, tuple(diff.new_failures)
+        return replace(compare_to_baseline(results, self.results), file=self.path)
 
 
 def assemble(setup: Setup) -> Assembled:
@@ -72,14 +72,23 @@ def finish(
     *,
     runner_error: str | None = None,
     partial: bool = False,
+    listeners: Iterable[Listener] = (),
 ) -> tuple[Verdict, list[Path]]:
-    """The verdict of the merged Results (decided by the judge core), and the reports."""
+    """The verdict of the merged Results (decided by the judge core), told as RunFinished
+    to the run's listeners: the reports are written by one (ReportWriter, registered here
+    first when ``report_dir`` is given), then ``listeners`` (the terminal's block) hear it."""
     verdict = conclude(assembled, runner_error=runner_error, partial=partial)
-    if report_dir is None:
-        return verdict, []
-    from conformance.reports import write_all
+    emit = assembled.run.emit
+    writer = None
+    if report_dir is not None:
+        from conformance.reports import ReportWriter
 
-    return verdict, write_all(assembled.results, report_dir)
+        writer = ReportWriter(report_dir)
+        emit.listen(writer)
+    for listener in listeners:
+        emit.listen(listener)
+    emit(RunFinished(assembled.results, verdict, partial))
+    return verdict, [] if writer is None else list(writer.written)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +115,8 @@ def run_suite(
 
     assembled = assemble(setup)
     emit = assembled.run.emit
-    emit.listeners.extend(listeners)
+    for listener in listeners:
+        emit.listen(listener)
     emit(RunStarted(assembled.results.run_record))
     try:
         played = execute(
@@ -116,5 +126,4 @@ def run_suite(
         assembled.close()
     errors = [f"{p.name}: {p.outcome.message}" for p in played if p.outcome.word == "error"]
     verdict, written = finish(assembled, report_dir, runner_error=errors[0] if errors else None)
-    emit(RunFinished(verdict))
     return Outcome(assembled.results, verdict, tuple(played), tuple(written))

@@ -5,10 +5,12 @@ why, the report files, one line of counts, and the verdict last."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.judging.results import SENT_ALONE, Results
+from conformance.judging.events import Event, RunFinished
+from conformance.judging.results import Results
 from conformance.judging.spec import Spec
 from conformance.judging.verdict import Verdict
 from conformance.run.engine import status_summary
@@ -27,11 +29,12 @@ def closing_lines(
     tests_deselected: int = 0,
 ) -> list[str]:
     lines = [*notes, status_summary(results, spec), *sent_alone_lines(results)]
-    if "baseline" in results.meta:
+    info = results.info
+    if info.baseline is not None:
         from conformance.reports.baseline import baseline_line
 
-        lines.append(baseline_line(results.meta["baseline"]))
-        lines += [f"baseline warning: {w}" for w in results.meta.get("baseline_warnings", [])]
+        lines.append(baseline_line(info.baseline))
+        lines += [f"baseline warning: {w}" for w in info.baseline_warnings or ()]
     deciding = {rid for rid, _, _ in verdict.failed}
     for rid, failed, checked in verdict.failed:
         level = results.tallies[rid].level
@@ -44,15 +47,13 @@ def closing_lines(
     lines += [
         f"suite error: the check of {t.id} raised on {t.errored} exchange(s)" for t in errored
     ]
-    missing = {
-        f: e for f, e in sorted(results.capabilities.items()) if e.get("outcome") != "offered"
-    }
+    missing = {f: e for f, e in sorted(results.capabilities.items()) if e.outcome != "offered"}
     for feature, entry in missing.items():
-        detail = f" ({entry['detail']})" if entry.get("detail") else ""
-        lines.append(f"capability {feature}: {entry.get('outcome', '?')}{detail}")
+        detail = f" ({entry.detail})" if entry.detail else ""
+        lines.append(f"capability {feature}: {entry.outcome}{detail}")
     lines += _not_run(results, tests_deselected)
     untested = verdict.coverage.untested
-    shard = f" (in shard {results.meta['shard']})" if "shard" in results.meta else ""
+    shard = f" (in shard {info.shard})" if info.shard is not None else ""
     for u in untested[:SHOWN]:
         lines.append(f"untested MUST{shard}: {u.id}: {u.reason}")
     if len(untested) > SHOWN:
@@ -96,10 +97,10 @@ def closing_lines(
 def sent_alone_lines(results: Results) -> list[str]:
     """The time-outs met beside other requests that were answered alone: not findings, and
     the requests that held the target, each named once."""
-    entries = results.meta.get(SENT_ALONE) or []
+    entries = results.info.sent_alone or ()
     if not entries:
         return []
-    holders = sorted({str(e["held_by"]) for e in entries if e.get("held_by")})
+    holders = sorted({e.held_by for e in entries if e.held_by})
     out = [
         f"sent again alone: {len(entries)} request(s) met a time-out or a cut while others "
         "were in flight and were answered alone (not findings; results.json meta.sent_alone)"
@@ -144,10 +145,33 @@ def shard_words(verdict: Verdict, shard: str) -> str:
 def verdict_line(verdict: Verdict, results: Results) -> str:
     spent = results.spent
     why = f" ({'; '.join(verdict.reasons)})" if verdict.reasons else ""
-    shard = results.meta.get("shard")
+    shard = results.info.shard
     said = shard_words(verdict, str(shard)) if shard else f"{verdict.word}{why}"
     return (
-        f"verdict: {said}; spent {int(spent['requests'])} requests, "
-        f"{int(spent['tokens'])} tokens, {int(spent['retries'])} retries; "
-        f"{results.meta.get('wall_time', 0.0):.1f} s"
+        f"verdict: {said}; spent {spent.requests} requests, "
+        f"{spent.tokens} tokens, {spent.retries} retries; "
+        f"{results.info.wall_time or 0.0:.1f} s"
     )
+
+
+@dataclass
+class ClosingBlock:
+    """A listener of the run's events that builds the closing lines when it hears
+    RunFinished (the reports already written: ``reports`` says which), verdict last."""
+
+    spec: Spec
+    reports: Callable[[], Iterable[Path]] = tuple
+    notes: tuple[str, ...] = ()
+    tests_deselected: int = 0
+    lines: list[str] = field(default_factory=list)
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, RunFinished):
+            self.lines = closing_lines(
+                event.verdict,
+                event.results,
+                self.spec,
+                self.reports(),
+                self.notes,
+                tests_deselected=self.tests_deselected,
+            )

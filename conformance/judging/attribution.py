@@ -23,12 +23,8 @@ or refused): the findings resting on it are withheld too, noted "never formed".
 
 from __future__ import annotations
 
-from typing import Any
-
-from conformance.judging.results import WITHHELD, Results, Tally
-
-#: Results.meta key: the findings withheld, per requirement and witness.
-ATTRIBUTION = WITHHELD
+from conformance.judging.results import Results, Tally
+from conformance.judging.run_info import Withheld
 
 #: Each witness, in the order settled, and the requirements that judge it on its own
 #: terms: a failure of one of them shows the target gets the witness wrong. Only judges of
@@ -76,18 +72,18 @@ SHOWN_THROUGH: dict[str, str] = {"usage": "twin-usage"}
 FORMED_BY: dict[str, str] = {"stream-usage": "STREAM-USAGE-MATCHES"}
 
 
-def attribute(results: Results) -> list[dict[str, Any]]:
+def attribute(results: Results) -> list[Withheld]:
     """Withhold every failure whose witness another requirement showed wrong, or that no
-    probe formed; return (and add to ``results.meta[ATTRIBUTION]``) what was withheld.
+    probe formed; return (and add to ``results.info.attribution``) what was withheld.
     Running it again changes nothing."""
-    withheld: list[dict[str, Any]] = []
+    withheld: list[Withheld] = []
     unformed = _unformed(results)
     for witness, judges in SHOWN_BY.items():
         wrong = [rid for rid in judges if (t := results.tallies.get(rid)) and t.failed]
         through = SHOWN_THROUGH.get(witness)
-        for record in [*results.meta.get(ATTRIBUTION, []), *withheld]:
-            if through and record["witness"] == through:
-                wrong += [rid for rid in record["shown_by"] if rid not in wrong]
+        for record in [*(results.info.attribution or ()), *withheld]:
+            if through and record.witness == through:
+                wrong += [rid for rid in record.shown_by if rid not in wrong]
         for tally in results.tallies.values():
             shown_by = [rid for rid in wrong if rid != tally.id]
             if shown_by and tally.witnessed.get(witness):
@@ -95,7 +91,7 @@ def attribute(results: Results) -> list[dict[str, Any]]:
             elif witness in unformed and tally.witnessed.get(witness):
                 withheld.append(_withhold(tally, witness, [], unformed[witness]))
     if withheld:
-        results.meta.setdefault(ATTRIBUTION, []).extend(withheld)
+        results.info.attribution = (*(results.info.attribution or ()), *withheld)
     return withheld
 
 
@@ -116,17 +112,14 @@ def _unformed(results: Results) -> dict[str, str]:
     return out
 
 
-def _withhold(
-    tally: Tally, witness: str, shown_by: list[str], unformed: str = ""
-) -> dict[str, Any]:
+def _withhold(tally: Tally, witness: str, shown_by: list[str], unformed: str = "") -> Withheld:
     prints = tally.witnessed.pop(witness)
     count = min(sum(prints.values()), tally.failed)
     tally.failed -= count
     # Not judged is not passed: the exchanges leave the count of those checked.
     tally.checked -= count
     tally.fingerprints = [fp for fp in tally.fingerprints if fp not in prints]
-    tally.examples = [ex for ex in tally.examples if ex.get("fingerprint") not in prints]
+    tally.examples = [ex for ex in tally.examples if ex.fingerprint not in prints]
     why = f"shown wrong by {', '.join(shown_by)}" if shown_by else f"never formed: {unformed}"
     tally.not_judged.append(f"{count} finding(s) not judged: {witness} {why}")
-    entry = {"requirement": tally.id, "witness": witness, "shown_by": shown_by, "findings": count}
-    return entry if shown_by else {**entry, "unformed": unformed}
+    return Withheld(tally.id, witness, tuple(shown_by), count, None if shown_by else unformed)

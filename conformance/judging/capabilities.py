@@ -325,6 +325,6 @@ def unmet(results: Results, required: Iterable[str]) -> list[str]:
             out.append(f"{name}: not probed in this run")
             continue
         for feature, entry in sorted(entries.items()):
-            if entry.get("outcome") != "offered":
-                out.append(f"{feature}: {entry.get('outcome')} ({entry.get('detail', '')})")
+            if entry.outcome != "offered":
+                out.append(f"{feature}: {entry.outcome} ({entry.detail})")
     return out

@@ -15,9 +15,11 @@ from collections.abc import Sequence
 
 from conformance.judging.attribution import attribute
 from conformance.judging.checks import load_checks
+from conformance.judging.examples import Outcome
 from conformance.judging.exchange import Exchange
 from conformance.judging.requirements import REGISTRY, Requirement
-from conformance.judging.results import OBSERVED, Finding, Results, evaluate
+from conformance.judging.results import Finding, Results, evaluate
+from conformance.judging.run_info import Withheld
 from conformance.judging.spec import Spec
 
 #: A 429 answer is judged by these alone: it answers no request (the request was not
@@ -52,17 +54,21 @@ def judge_into(
     findings = evaluate(judges_of(requirements, exchange), spec, exchange, related)
     results.record(exchange, findings, spend=spend)
     if exchange.status is not None:
-        observed = results.meta.setdefault(OBSERVED, {})
+        if results.info.observed_statuses is None:
+            results.info.observed_statuses = {}
+        observed = results.info.observed_statuses
         observed[str(exchange.status)] = observed.get(str(exchange.status), 0) + 1
     return findings
 
 
-def standing(findings: Sequence[Finding], withheld: Sequence[dict[str, object]]) -> list[Finding]:
+def standing(findings: Sequence[Finding], withheld: Sequence[Withheld]) -> list[Finding]:
     """``findings`` without the failures attribution withheld (``attribute``'s return):
     every failure of a requirement resting on a witness another requirement showed wrong."""
-    gone = {(w["requirement"], w["witness"]) for w in withheld}
+    gone = {(w.requirement, w.witness) for w in withheld}
     return [
-        f for f in findings if not (f.outcome == "failed" and (f.requirement, f.witness) in gone)
+        f
+        for f in findings
+        if not (f.outcome == Outcome.FAILED and (f.requirement, f.witness) in gone)
     ]
 
 

@@ -10,6 +10,17 @@ The same condition gives the same word and code whichever door it came through
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Word(StrEnum):
+    """A run's verdict word, as ``decide()`` gives it (results.json ``meta.verdict``)."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    INCOMPLETE = "incomplete"
+    NO_VERDICT = "no-verdict"
+    ERROR = "error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +81,7 @@ BY_WORD = {o.word: o for o in OUTCOMES}
 #: Word -> exit code, for every way a run or command ends.
 EXIT_CODES = {o.word: o.exit_code for o in OUTCOMES}
 #: The words ``decide()`` gives (a run that started); "bad-input" ends a run before that.
-WORDS = ("passed", "failed", "incomplete", "no-verdict", "error")
+WORDS = tuple(Word)
 #: A report's sentence for each verdict it can carry.
 MEANINGS = {o.word: o.meaning for o in OUTCOMES if o.meaning is not None}
 #: A shard's sentence about its own slice.

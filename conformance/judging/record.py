@@ -151,36 +151,9 @@ class RunRecord:
     @property
     def blank(self) -> bool:
         """Whether nothing was ever recorded (Results built by hand, or read from a
-        results.json written before records): :meth:`from_meta` stands in."""
+        results.json written before records): conformance.judging.verdict.recorded_record
+        stands in."""
         return self == RunRecord()
-
-    @classmethod
-    def from_meta(cls, meta: dict[str, Any]) -> RunRecord:
-        """The record of a run that kept none, from its meta: identity, selection and
-        coverage as recorded (the MUSTs it left untested stay so unless another shard's
-        tallies exercised them; a recorded error or no-verdict stays one)."""
-        coverage = meta.get("coverage") or {}
-        untested = [str(e["id"]) for e in coverage.get("untested") or []]
-        excused = {
-            str(e["id"]): str(e.get("reason", "")) for e in coverage.get("not_applicable") or []
-        }
-        deselected = tuple(str(d) for d in coverage.get("deselected") or [])
-        seed = meta.get("seed")
-        verdict = meta.get("verdict")
-        return cls(
-            shards=(str(meta["shard"]),) if meta.get("shard") else (),
-            seed=seed if isinstance(seed, int) else None,
-            spec=str(meta.get("spec", "")),
-            contract=str(meta.get("contract", "")),
-            target=str(meta.get("target", "")),
-            model=str(meta.get("model", "")),
-            strict=bool(meta.get("strict", False)),
-            musts=tuple(dict.fromkeys([*untested, *excused, *deselected])),
-            not_applicable=excused,
-            deselected=deselected,
-            errors=("recorded verdict: error",) if verdict == "error" else (),
-            no_verdict="recorded verdict: no-verdict" if verdict == "no-verdict" else None,
-        )
 
     # -- results.json --------------------------------------------------------------------
 

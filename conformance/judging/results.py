@@ -9,33 +9,27 @@ earlier runs (``--baseline``) can be merged into one verdict.
 from __future__ import annotations
 
 import json
-import shlex
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
 
 from conformance.judging.case import Case
+from conformance.judging.examples import Example, Outcome, evidence, jsonable
 from conformance.judging.exchange import Exchange, SSEEvent
 from conformance.judging.fingerprint import fingerprint, request_class
 from conformance.judging.latency import percentile
 from conformance.judging.record import RunRecord
 from conformance.judging.requirements import Context, Level, Requirement, Unsupported, Violation
+from conformance.judging.run_info import VERDICT_KEYS, RunInfo
 from conformance.judging.spec import Spec
 
+if TYPE_CHECKING:
+    from conformance.judging.verdict import Verdict
+
 RESULTS_SCHEMA_VERSION = 2
-#: Results.meta key: how often each status code was answered (status as a string).
-OBSERVED = "observed_statuses"
-#: Results.meta key: the findings conformance.judging.attribution withheld (kept whole by merge).
-WITHHELD = "attribution"
-#: Results.meta key: the requests that met a time-out or a cut beside other requests and
-#: were answered when sent again alone (not findings): {"case", "note", "held_by"} each,
-#: ``held_by`` naming the request that held the target when one did (conformance/run/resend.py).
-SENT_ALONE = "sent_alone"
 MAX_EXAMPLES = 3
 #: Distinct failing fingerprints kept per requirement; the rest are only counted.
 MAX_FINGERPRINTS = 200
-EXCERPT_CHARS = 2000
-VALUE_CHARS = 500
-TRANSCRIPT_EVENTS = 40
 
 
 def case_key(case: Case) -> str:
@@ -50,12 +44,13 @@ class Finding:
 
     ``outcome`` is ``passed``, ``failed``, ``unsupported`` (a capability declined with a
     proper 4xx) or ``error`` (the check itself raised: a defect of the suite, which fails
-    the run). ``case`` is the request's class (:func:`case_key`); ``path`` the JSON path or event
-    index the finding is about, when the check said.
+    the run); given as a string it is read as its Outcome. ``case`` is the request's class
+    (:func:`case_key`); ``path`` the JSON path or event index the finding is about, when
+    the check said.
     """
 
     requirement: str
-    outcome: str
+    outcome: Outcome
     message: str = ""
     path: str | None = None
     expected: Any = None
@@ -64,6 +59,9 @@ class Finding:
     witness: str | None = (
         None  # what it rests on (Violation.witness; conformance.judging.attribution)
     )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "outcome", Outcome(self.outcome))
 
     @property
     def fingerprint(self) -> str:
@@ -139,7 +137,7 @@ def evaluate(
             findings.append(
                 Finding(
                     req.id,
-                    "failed",
+                    Outcome.FAILED,
                     str(exc),
                     path=getattr(exc, "path", None),
                     expected=getattr(exc, "expected", None),
@@ -149,69 +147,25 @@ def evaluate(
                 )
             )
         except Unsupported as exc:
-            findings.append(Finding(req.id, "unsupported", str(exc), case=key))
+            findings.append(Finding(req.id, Outcome.UNSUPPORTED, str(exc), case=key))
         except Exception as exc:  # the barrier: see the docstring
             name = getattr(req.check, "__qualname__", repr(req.check))
             message = f"suite defect: check {name} raised {type(exc).__name__}: {exc}"
-            findings.append(Finding(req.id, "error", message, case=key))
+            findings.append(Finding(req.id, Outcome.ERROR, message, case=key))
         else:
-            findings.append(Finding(req.id, "passed", case=key))
+            findings.append(Finding(req.id, Outcome.PASSED, case=key))
     return findings
 
 
-def jsonable(value: Any) -> Any:
-    """``value`` as stored in results.json: itself when it is small JSON, else its repr."""
-    try:
-        text = json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError):
-        return repr(value)[:VALUE_CHARS]
-    return value if len(text) <= VALUE_CHARS else text[:VALUE_CHARS] + "…"
+class Status(StrEnum):
+    """Where one requirement ended in one run, as every report shows it."""
 
-
-def evidence(exchange: Exchange) -> dict[str, Any]:
-    """What a reader needs to see and reproduce one exchange, with secrets redacted."""
-    case = exchange.case
-    body_text = exchange.request_body.decode("utf-8", "replace")
-    out: dict[str, Any] = {
-        "case": case.label,
-        "mode": case.mode,
-        "breaks": case.breaks,
-        "request": {
-            "method": "POST",
-            "url": exchange.url,
-            "headers": exchange.request_headers,
-            "body": body_text[:EXCERPT_CHARS],
-        },
-        "status": exchange.status,
-        "response_headers": exchange.headers.to_dict(),
-        "body_excerpt": exchange.body[:EXCERPT_CHARS].decode("utf-8", "replace"),
-        "transport_error": exchange.transport_error,
-        "elapsed": round(exchange.elapsed, 4),
-        "curl": curl_command(exchange),
-    }
-    if exchange.notes:  # what the client did about it (sent again alone, reconnected...)
-        out["notes"] = list(exchange.notes)
-    if exchange.events is not None:
-        out["transcript"] = [
-            {"at": round(ev.at, 4), "data": ev.data[:500]}
-            for ev in exchange.events[:TRANSCRIPT_EVENTS]
-        ]
-        out["events"] = len(exchange.events)
-        out["stream_error"] = exchange.stream_error
-    return out
-
-
-def curl_command(exchange: Exchange) -> str:
-    """A shell command that replays the request; the key is read from the environment."""
-    parts = ["curl", "-sS", "-N", "-X", "POST", shlex.quote(exchange.url)]
-    for name, value in exchange.request_headers.items():
-        if name.lower() == "authorization" and exchange.case.auth == "default":
-            value = "Bearer $CONFORMANCE_API_KEY"
-            parts += ["-H", f'"{name}: {value}"']
-            continue
-        parts += ["-H", shlex.quote(f"{name}: {value}")]
-    parts += ["--data-binary", shlex.quote(exchange.request_body.decode("utf-8", "replace"))]
-    return " ".join(parts)
+    PASSED = "passed"
+    FAILED = "failed"  # failed, and the failure decides the verdict
+    WARNED = "warned"  # failed, but its level does not decide (SHOULD without --strict-should)
+    UNSUPPORTED = "unsupported"  # a CAPABILITY the target declined properly
+    NOT_TESTED = "not-tested"
+    ERROR = "error"  # the check itself raised: a suite defect, which fails the run
 
 
 @dataclass
@@ -238,21 +192,54 @@ class Tally:
     errored: int = 0
     fingerprints: list[str] = field(default_factory=list)
     fingerprints_dropped: int = 0
-    examples: list[dict[str, Any]] = field(default_factory=list)
+    examples: list[Example] = field(default_factory=list)
     #: Failures resting on a witness (conformance.judging.attribution): witness -> fingerprint -> n.
     witnessed: dict[str, dict[str, int]] = field(default_factory=dict)
     #: Why failures were withheld (conformance.judging.attribution), one line each.
     not_judged: list[str] = field(default_factory=list)
 
     @property
-    def status(self) -> str:
+    def status(self) -> Status:
+        """Where it ended, whatever its level (:meth:`status_under` says whether it decides)."""
+        return self.status_under(deciding=None)
+
+    def status_under(self, deciding: frozenset[str] | None) -> Status:
+        """Where it ended: suite errors, failures, declines, then checks. A failure of a
+        level not in ``deciding`` (when given) is WARNED: reported, not deciding."""
         if self.errored:
-            return "error"
+            return Status.ERROR
         if self.failed:
-            return "failed"
+            decides = deciding is None or self.level in deciding
+            return Status.FAILED if decides else Status.WARNED
         if self.unsupported:
-            return "unsupported"
-        return "passed" if self.checked else "not-tested"
+            return Status.UNSUPPORTED
+        return Status.PASSED if self.checked else Status.NOT_TESTED
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "level": self.level,
+            "area": self.area,
+            "statement": self.statement,
+            "source": self.source,
+            "evidence": self.evidence,
+            "why_level": self.why_level,
+            "checked": self.checked,
+            "failed": self.failed,
+            "unsupported": self.unsupported,
+            "errored": self.errored,
+            "fingerprints": list(self.fingerprints),
+            "fingerprints_dropped": self.fingerprints_dropped,
+            "examples": [ex.to_json() for ex in self.examples],
+            "witnessed": {w: dict(prints) for w, prints in self.witnessed.items()},
+            "not_judged": list(self.not_judged),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Tally:
+        return cls(
+            **{**data, "examples": [Example.from_json(ex) for ex in data.get("examples", [])]}
+        )
 
     def add_fingerprints(self, prints: list[str], dropped: int = 0) -> None:
         """Fold in failing fingerprints, keeping the first MAX_FINGERPRINTS in sort order."""
@@ -260,12 +247,12 @@ class Tally:
         self.fingerprints = union[:MAX_FINGERPRINTS]
         self.fingerprints_dropped += dropped + len(union) - len(self.fingerprints)
 
-    def add_example(self, example: dict[str, Any]) -> None:
+    def add_example(self, example: Example) -> None:
         """Keep ``example`` unless there are enough, or one of the same fingerprint is kept."""
-        fp = example.get("fingerprint")
+        fp = example.fingerprint
         if len(self.examples) >= MAX_EXAMPLES:
             return
-        if fp and any(ex.get("fingerprint") == fp for ex in self.examples):
+        if fp and any(ex.fingerprint == fp for ex in self.examples):
             return
         self.examples.append(example)
 
@@ -274,23 +261,71 @@ class Tally:
 CAPABILITY_OUTCOMES = ("offered", "declined", "ignored", "broken")
 
 
+@dataclass(slots=True)
+class Spent:
+    """What a run cost: requests sent (retries included), tokens the target reported in
+    ``usage.total_tokens``, and retries after rate limiting (results.json ``spent``)."""
+
+    requests: int = 0
+    tokens: int = 0
+    retries: int = 0
+
+    def add(self, other: Spent) -> None:
+        self.requests += other.requests
+        self.tokens += other.tokens
+        self.retries += other.retries
+
+    def to_json(self) -> dict[str, int]:
+        return {"requests": self.requests, "tokens": self.tokens, "retries": self.retries}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Spent:
+        return cls(
+            int(data.get("requests", 0)), int(data.get("tokens", 0)), int(data.get("retries", 0))
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Capability:
+    """One entry of the capability table: how the target answered the single-feature probe
+    (``outcome``, one of CAPABILITY_OUTCOMES) and what was seen (``detail``)."""
+
+    outcome: str
+    detail: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {"outcome": self.outcome, "detail": self.detail}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Capability:
+        return cls(str(data.get("outcome", "")), str(data.get("detail", "")))
+
+
 @dataclass
 class Results:
     """Everything a run found, per requirement, plus what it spent.
 
-    ``capabilities`` is the capability table, feature -> ``{"outcome", "detail"}``, filled
+    ``capabilities`` is the capability table, feature -> ``Capability``, filled
     by the single-feature probes of conformance.judging.capabilities (never by generated requests).
+    ``info`` is the run's context and what it saw (results.json ``meta``); ``verdict`` the
+    verdict the judge core decided, once it has (conformance.judging.verdict.decide).
     """
 
     tallies: dict[str, Tally] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
-    spent: dict[str, float] = field(
-        default_factory=lambda: {"requests": 0, "tokens": 0, "retries": 0}
-    )
-    capabilities: dict[str, dict[str, str]] = field(default_factory=dict)
+    info: RunInfo = field(default_factory=RunInfo)
+    spent: Spent = field(default_factory=Spent)
+    capabilities: dict[str, Capability] = field(default_factory=dict)
     latency: list[dict[str, Any]] = field(default_factory=list)
     #: What the verdict depends on besides the tallies (conformance.judging.record).
     run_record: RunRecord = field(default_factory=RunRecord)
+    verdict: Verdict | None = None
+
+    def decided(self, verdict: Verdict) -> Verdict:
+        """Keep the verdict the judge core decided for these results; return it."""
+        self.verdict = verdict
+        for key in VERDICT_KEYS:
+            self.info.mark(key)
+        return verdict
 
     @classmethod
     def for_requirements(cls, requirements: list[Requirement]) -> Results:
@@ -313,9 +348,9 @@ class Results:
         """Tally the findings of one exchange and count what it cost (``spend=False``: a
         429 answer waited out, whose request the retried exchange already counts)."""
         if spend:
-            self.spent["requests"] += 1 + exchange.retries
-            self.spent["retries"] += exchange.retries
-            self.spent["tokens"] += tokens_used(exchange)
+            self.spent.requests += 1 + exchange.retries
+            self.spent.retries += exchange.retries
+            self.spent.tokens += tokens_used(exchange)
         shown = None
         key = case_key(exchange.case)
         for f in findings:
@@ -323,28 +358,28 @@ class Results:
                 f = replace(f, case=key)
             tally = self.tallies[f.requirement]
             tally.checked += 1
-            if f.outcome == "unsupported":
+            if f.outcome == Outcome.UNSUPPORTED:
                 tally.unsupported += 1
-            elif f.outcome == "failed":
+            elif f.outcome == Outcome.FAILED:
                 tally.failed += 1
                 tally.add_fingerprints([f.fingerprint])
                 if f.witness:
                     prints = tally.witnessed.setdefault(f.witness, {})
                     prints[f.fingerprint] = prints.get(f.fingerprint, 0) + 1
-            elif f.outcome == "error":
+            elif f.outcome == Outcome.ERROR:
                 tally.errored += 1
-            if f.outcome != "passed":
+            if f.outcome != Outcome.PASSED:
                 shown = shown or evidence(exchange)
                 tally.add_example(
-                    {
-                        "message": f.message,
-                        "outcome": f.outcome,
-                        "fingerprint": f.fingerprint,
-                        "path": f.path,
-                        "expected": jsonable(f.expected),
-                        "actual": jsonable(f.actual),
-                        **shown,
-                    }
+                    Example(
+                        f.message,
+                        f.outcome,
+                        f.fingerprint,
+                        f.path,
+                        jsonable(f.expected),
+                        jsonable(f.actual),
+                        shown,
+                    )
                 )
 
     def note_capability(self, feature: str, outcome: str, detail: str = "") -> None:
@@ -353,8 +388,9 @@ class Results:
             raise ValueError(f"unknown capability outcome {outcome!r}")
         known = self.capabilities.get(feature)
         rank = CAPABILITY_OUTCOMES.index
-        if known is None or rank(outcome) > rank(known.get("outcome", "offered")):
-            self.capabilities[feature] = {"outcome": outcome, "detail": detail}
+        before = known.outcome if known is not None and known.outcome else "offered"
+        if known is None or rank(outcome) > rank(before):
+            self.capabilities[feature] = Capability(outcome, detail)
 
     def merge(self, other: Results) -> None:
         """Fold another run's (a worker's, a shard's) results into this one."""
@@ -382,27 +418,16 @@ class Results:
                 for fp, n in prints.items():
                     into[fp] = into.get(fp, 0) + n
             mine.not_judged += [n for n in theirs.not_judged if n not in mine.not_judged]
-        for key, value in other.spent.items():
-            self.spent[key] = self.spent.get(key, 0) + value
+        self.spent.add(other.spent)
         for feature, entry in other.capabilities.items():
-            self.note_capability(feature, entry["outcome"], entry.get("detail", ""))
+            self.note_capability(feature, entry.outcome, entry.detail)
         self.latency += other.latency
         self.run_record = self.run_record.absorb(other.run_record)
-        observed: dict[str, int] = dict(self.meta.get(OBSERVED, {}))
-        for status, n in other.meta.get(OBSERVED, {}).items():
-            observed[status] = observed.get(status, 0) + int(n)
         # What attribution withheld in each part (a shard) stays evidence for the whole, and
         # so do the requests answered when sent again alone.
-        withheld = [*self.meta.get(WITHHELD, []), *other.meta.get(WITHHELD, [])]
-        alone = [*self.meta.get(SENT_ALONE, []), *other.meta.get(SENT_ALONE, [])]
-        for key, value in other.meta.items():
-            self.meta.setdefault(key, value)
-        if withheld:
-            self.meta[WITHHELD] = withheld
-        if alone:
-            self.meta[SENT_ALONE] = alone
-        if observed:
-            self.meta[OBSERVED] = dict(sorted(observed.items()))
+        self.info.absorb(other.info)
+        if self.verdict is None:
+            self.verdict = other.verdict  # a part's own, until the whole is decided
 
     def failing(self, *, strict: bool = False, known: frozenset[str] = frozenset()) -> list[Tally]:
         """Requirements whose findings decide the verdict (SHOULD too under ``strict``).
@@ -423,14 +448,15 @@ class Results:
         return [t for t in self.tallies.values() if t.errored]
 
     def to_json(self) -> dict[str, Any]:
+        verdict = None if self.verdict is None else self.verdict.to_json()
         return {
             "schema_version": RESULTS_SCHEMA_VERSION,
-            "meta": self.meta,
-            "spent": self.spent,
-            "requirements": [asdict(t) for t in self.tallies.values()],
-            "capabilities": self.capabilities,
+            "meta": self.info.to_json(verdict),
+            "spent": self.spent.to_json(),
+            "requirements": [t.to_json() for t in self.tallies.values()],
+            "capabilities": {f: c.to_json() for f, c in self.capabilities.items()},
             "latency": self.latency,
-            "latency_summary": latency_summary(self.latency, self.meta.get("concurrency")),
+            "latency_summary": latency_summary(self.latency, self.info.concurrency),
         } | ({} if self.run_record.blank else {"record": self.run_record.to_json()})
 
     @classmethod
@@ -440,20 +466,31 @@ class Results:
                 f"results schema_version {data.get('schema_version')!r} is not "
                 f"{RESULTS_SCHEMA_VERSION}"
             )
+        from conformance.judging.verdict import Verdict
+
         meta = dict(data.get("meta", {}))
         record = data.get("record")
         return cls(
-            tallies={t["id"]: Tally(**t) for t in data.get("requirements", [])},
-            meta=meta,
-            spent=dict(data.get("spent", {})),
-            capabilities={k: dict(v) for k, v in data.get("capabilities", {}).items()},
+            tallies={t["id"]: Tally.from_json(t) for t in data.get("requirements", [])},
+            info=RunInfo.from_json(meta),
+            verdict=Verdict.from_json(meta),
+            spent=Spent.from_json(data.get("spent", {})),
+            capabilities={
+                k: Capability.from_json(v) for k, v in data.get("capabilities", {}).items()
+            },
             latency=list(data.get("latency", [])),
-            # An older results.json kept no record: decide() reads its meta (RunRecord.from_meta).
+            # An older results.json kept no record: decide() reads what it recorded instead
+            # (conformance.judging.verdict.recorded_record).
             run_record=RunRecord() if record is None else RunRecord.from_json(record),
         )
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2, sort_keys=False)
+
+    @classmethod
+    def loads(cls, text: str) -> Results:
+        """Results from the text of a results.json (:meth:`dumps` read back)."""
+        return cls.from_json(json.loads(text))
 
 
 #: The per-stream latency figures summarised over a run, and the percentiles shown.

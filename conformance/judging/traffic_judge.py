@@ -27,16 +27,18 @@ from typing import Any
 
 from conformance.judging.attribution import attribute
 from conformance.judging.checks import load_checks
+from conformance.judging.decision import applicability, decide
 from conformance.judging.exchange import Exchange
 from conformance.judging.judge import judge_into
 from conformance.judging.latency import stream_latency
 from conformance.judging.record import RunRecord, ScenarioRun, SkipCause
 from conformance.judging.requirements import REGISTRY, Requirement
 from conformance.judging.results import Finding, Results, Tally
+from conformance.judging.run_info import RegistryEntry, SpecNote, TrafficCounts, Unobservable
 from conformance.judging.spec import Spec
 from conformance.judging.spec_notes import document_meta, registry
 from conformance.judging.traffic import BadEntry, Entry, Passed, Seen, exchange_of, model_of
-from conformance.judging.verdict import Verdict, applicability, decide
+from conformance.judging.verdict import Verdict
 from conformance.judging.version import VERSION
 
 #: What traffic cannot show, by what it would take: the requirements and why.
@@ -94,7 +96,7 @@ def exercised(tally: Tally | None) -> bool:
 @dataclass
 class Snapshot:
     """The verdict of the traffic judged so far: over all models and per model, each
-    Results a copy with attribution applied and the verdict stored in its meta."""
+    Results a copy with attribution applied and its verdict decided."""
 
     overall: Results
     verdict: Verdict
@@ -104,17 +106,17 @@ class Snapshot:
         """The live verdict (the proxy's /_conformance/verdict.json, verdict.json beside
         the reports): over all models and per model, per requirement, with the evidence
         of each finding (redacted like every report)."""
-        meta = self.overall.meta
+        info = self.overall.info
         return {
-            "target": meta.get("target"),
-            "spec": meta.get("spec"),
-            "started": meta.get("started"),
-            "traffic": meta.get("traffic"),
+            "target": info.target,
+            "spec": info.spec,
+            "started": info.started,
+            "traffic": None if info.traffic is None else info.traffic.to_json(),
             **_verdict_json(self.verdict),
             "requirements": requirement_rows(self.overall),
             "models": {
                 model: {
-                    "exchanges": int(results.spent.get("requests", 0)),
+                    "exchanges": results.spent.requests,
                     **_verdict_json(verdict),
                     "requirements": requirement_rows(results),
                 }
@@ -144,14 +146,14 @@ def requirement_rows(results: Results) -> list[dict[str, Any]]:
                 "level": t.level,
                 "area": t.area,
                 "statement": t.statement,
-                "status": "not-observable" if unseen else t.status,
+                "status": "not-observable" if unseen else t.status.value,
                 "reason": UNOBSERVABLE[t.id] if unseen else "",
                 "checked": t.checked,
                 "failed": t.failed,
                 "unsupported": t.unsupported,
                 "errored": t.errored,
                 "not_judged": list(t.not_judged),
-                "findings": list(t.examples),
+                "findings": [ex.to_json() for ex in t.examples],
             }
         )
     order = {"error": 0, "failed": 1, "unsupported": 2, "passed": 3}
@@ -262,11 +264,11 @@ class TrafficJudge:
             copies = {m: Results.from_json(r.to_json()) for m, r in sorted(self._models.items())}
             errors, bad = tuple(self.errors), list(self.bad_entries)
             unjudged = self.unjudged + Counter(elsewhere or {})
-            counts = {
-                "seen": self.seen + sum((elsewhere or {}).values()),
-                "judged": self.judged,
-                "unjudged": dict(unjudged),
-            }
+            counts = TrafficCounts(
+                seen=self.seen + sum((elsewhere or {}).values()),
+                judged=self.judged,
+                unjudged=dict(unjudged),
+            )
         overall = Results.for_requirements(self.requirements)
         for results in copies.values():
             overall.merge(results)
@@ -282,24 +284,24 @@ class TrafficJudge:
         models: list[str],
         errors: tuple[str, ...],
         bad: list[str],
-        counts: dict[str, Any],
+        counts: TrafficCounts,
     ) -> Verdict:
         attribute(results)
-        results.meta.update(self._header(models))
+        results.info.update(**self._header(models))
         results.run_record = self._record(results, models, errors)
-        results.meta["traffic"] = {
-            **counts,
-            "bad_entries": bad,
-            "errors": list(errors),
-            "not_observable": [
-                {"id": rid, "level": t.level, "reason": UNOBSERVABLE[rid]}
+        results.info.traffic = TrafficCounts(
+            seen=counts.seen,
+            judged=counts.judged,
+            unjudged=counts.unjudged,
+            bad_entries=tuple(bad),
+            errors=tuple(errors),
+            not_observable=tuple(
+                Unobservable(rid, t.level, UNOBSERVABLE[rid])
                 for rid, t in results.tallies.items()
                 if rid in UNOBSERVABLE and not exercised(t)
-            ],
-        }
-        verdict = decide(results)
-        verdict.store(results)
-        return verdict
+            ),
+        )
+        return results.decided(decide(results))
 
     def _record(
         self, results: Results, models: Iterable[str], errors: tuple[str, ...]
@@ -328,17 +330,16 @@ class TrafficJudge:
         )
 
     def _header(self, models: list[str]) -> dict[str, Any]:
+        """The RunInfo fields of judged traffic, in results.json's order."""
         spec = self.spec
         return {
             "target": self.target,
             **document_meta(spec),
             "strict": False,
             "suite_version": VERSION,
-            "errata": [{"id": e.id, "title": e.title, "detail": e.detail} for e in spec.errata],
-            "policies": registry(spec),
-            "conventions": [
-                {"id": c.id, "title": c.title, "detail": c.detail} for c in spec.conventions
-            ],
+            "errata": tuple(SpecNote(e.id, e.title, e.detail) for e in spec.errata),
+            "policies": tuple(RegistryEntry(**entry) for entry in registry(spec)),
+            "conventions": tuple(SpecNote(c.id, c.title, c.detail) for c in spec.conventions),
             "model": ", ".join(models),
             "started": self.started,
             "wall_time": round(time.time() - self.started, 3),

@@ -1,29 +1,18 @@
-"""The run's verdict, decided once, from the tallies and the typed run record.
+"""The run's verdict: its word, its reasons and its coverage, typed (``Verdict``).
 
-Never a false green: a run is ``passed`` only when every MUST requirement that applies
-was exercised and held, or has a stated reason why it could not apply (the spec does not
-declare the feature, the target declined it with a proper 4xx, it was deselected, no API
-key was given to probe auth with), and
-every scenario ran, or was not run for one of those reasons. A budget that cut the run
-short, a missing generator, a probe the target left nothing for: ``incomplete``, naming
-what was not run. The engine, the pytest plugin, conformance-merge, the reports and the
-tools all call :func:`decide`; none decides on its own.
+conformance.judging.decision decides it, once, from the tallies and the typed run record
+(``decide``); ``Results.verdict`` keeps it, and results.json writes it in ``meta``
+(``verdict``, ``verdict_reasons``, ``coverage``, ``not_run``), read back typed here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from conformance.judging.checks import load_checks
-from conformance.judging.outcomes import EXIT_CODES
-from conformance.judging.record import RunRecord, ScenarioRun, SkipCause, scenario_names
-from conformance.judging.requirements import REGISTRY, Level
-
-if TYPE_CHECKING:
-    from conformance.judging.results import Results, Tally
-    from conformance.judging.spec import Spec
+from conformance.judging.outcomes import EXIT_CODES, Word
+from conformance.judging.requirements import Level
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,10 +25,14 @@ class Uncovered:
     def to_json(self) -> dict[str, str]:
         return {"id": self.id, "reason": self.reason}
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Uncovered:
+        return cls(str(data.get("id", "")), str(data.get("reason", "")))
+
 
 @dataclass(frozen=True, slots=True)
 class Coverage:
-    """The MUSTs untested, not applicable, and deselected (``meta["coverage"]``)."""
+    """The MUSTs untested, not applicable, and deselected (results.json ``meta.coverage``)."""
 
     untested: tuple[Uncovered, ...] = ()
     not_applicable: tuple[Uncovered, ...] = ()
@@ -52,16 +45,34 @@ class Coverage:
             "deselected": list(self.deselected),
         }
 
+    @classmethod
+    def from_json(cls, data: Any) -> Coverage:
+        if not isinstance(data, Mapping):
+            return cls()
+
+        def pairs(key: str) -> tuple[Uncovered, ...]:
+            entries = data.get(key)
+            if not isinstance(entries, list):
+                return ()
+            return tuple(Uncovered.from_json(e) for e in entries if isinstance(e, Mapping))
+
+        return cls(
+            pairs("untested"),
+            pairs("not_applicable"),
+            tuple(str(d) for d in data.get("deselected") or []),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """The run's word (one of WORDS), why, the failed requirements and the coverage.
+    """The run's word, why, the failed requirements and the coverage.
 
     ``unrun``: the scenario items not run (or cut short) for a reason a pass cannot excuse,
-    as ``(item, cause, reason)``.
+    as ``(item, cause, reason)``. ``failed`` is not written to results.json (the tallies
+    say it): a verdict read back has none.
     """
 
-    word: str
+    word: Word
     reasons: tuple[str, ...] = ()
     failed: tuple[tuple[str, int, int], ...] = ()  # (requirement, failed, checked)
     coverage: Coverage = field(default_factory=Coverage)
@@ -71,166 +82,35 @@ class Verdict:
     def exit_code(self) -> int:
         return EXIT_CODES[self.word]
 
-    def store(self, results: Results) -> None:
-        """Write the verdict, its reasons and the coverage into ``results.meta`` for the
-        reports (presentation: the decision itself is this object)."""
-        results.meta["verdict"] = self.word
-        results.meta["verdict_reasons"] = list(self.reasons)
-        results.meta["coverage"] = self.coverage.to_json()
-        results.meta["not_run"] = [
-            {"scenario": s, "cause": c, "reason": r} for s, c, r in self.unrun
-        ]
+    def to_json(self) -> dict[str, Any]:
+        """The verdict's keys of results.json's ``meta`` (run_info.VERDICT_KEYS)."""
+        return {
+            "verdict": self.word.value,
+            "verdict_reasons": list(self.reasons),
+            "coverage": self.coverage.to_json(),
+            "not_run": [{"scenario": s, "cause": c, "reason": r} for s, c, r in self.unrun],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Verdict | None:
+        """The verdict a results.json recorded (None when it recorded none, or a word no
+        longer produced: ``decide`` stands in)."""
+        try:
+            word = Word(str(data.get("verdict")))
+        except ValueError:
+            return None
+        return cls(
+            word,
+            tuple(str(r) for r in data.get("verdict_reasons") or ()),
+            coverage=Coverage.from_json(data.get("coverage")),
+            unrun=tuple(
+                (str(e.get("scenario", "")), str(e.get("cause", "")), str(e.get("reason", "")))
+                for e in data.get("not_run") or ()
+                if isinstance(e, Mapping)
+            ),
+        )
 
 
 def deciding_levels(*, strict: bool) -> frozenset[str]:
     """The levels whose failures fail the run (SHOULD too under ``--strict-should``)."""
     return frozenset({Level.MUST.value} | ({Level.SHOULD.value} if strict else set()))
-
-
-def applicability(spec: Spec, selected: Callable[[str], bool]) -> dict[str, Any]:
-    """The record's view of the registry under ``spec``: every MUST, why each that cannot
-    apply under ``spec`` does not, and the deselected ones (RunRecord fields)."""
-    load_checks()
-    musts = tuple(rid for rid, req in REGISTRY.items() if req.under(spec).level == Level.MUST)
-    not_applicable = {}
-    for rid in musts:
-        reason = REGISTRY[rid].not_applicable(spec)
-        if reason:
-            not_applicable[rid] = reason
-    deselected = tuple(rid for rid in musts if not selected(rid))
-    return {"musts": musts, "not_applicable": not_applicable, "deselected": deselected}
-
-
-def coverage(results: Results, record: RunRecord) -> Coverage:
-    """Where each applicable MUST requirement ended, when it ended neither passed nor failed."""
-    # Per requirement, the skip that left it unjudged; one a pass cannot excuse wins, so the
-    # order the items were played in (or the shards merged in) never matters.
-    skipped: dict[str, ScenarioRun] = {}
-    for run in sorted(record.scenarios, key=lambda r: (r.excused, r.id, r.reason)):
-        if run.cause is not None and run.unsent == 0:
-            for rid in run.covers:
-                skipped.setdefault(rid, run)
-    untested, not_applicable, deselected = [], [], []
-    for rid in record.musts:
-        if rid in record.deselected:
-            deselected.append(rid)
-            continue
-        tally = results.tallies.get(rid)
-        if tally is not None and (tally.failed or tally.checked > tally.unsupported):
-            continue  # exercised: passed or failed
-        reason = record.not_applicable.get(rid)
-        if reason:
-            not_applicable.append(Uncovered(rid, reason))
-        elif tally is not None and tally.unsupported:
-            why = f"the target declined the feature with a proper 4xx ({tally.unsupported}x)"
-            not_applicable.append(Uncovered(rid, why))
-        elif rid in skipped and skipped[rid].excused:
-            not_applicable.append(Uncovered(rid, f"scenario skipped: {skipped[rid].reason}"))
-        elif rid in skipped and skipped[rid].cause == SkipCause.NOT_OBSERVABLE:
-            untested.append(Uncovered(rid, skipped[rid].reason))  # traffic says why itself
-        elif rid in skipped:
-            untested.append(Uncovered(rid, f"scenario not run: {skipped[rid].reason}"))
-        elif record.budget:
-            untested.append(Uncovered(rid, f"not exercised before the {record.budget}"))
-        else:
-            untested.append(Uncovered(rid, "no exchange of this run exercised it"))
-    return Coverage(tuple(untested), tuple(not_applicable), tuple(deselected))
-
-
-def failing(results: Results, record: RunRecord) -> list[Tally]:
-    """The requirements whose failures decide: deciding level, not known from the baseline
-    (unless failing with a new fingerprint), or any whose check raised."""
-    new = frozenset(record.baseline_new_failures or ())
-    known = frozenset(record.known_failures) - new
-    return results.failing(strict=record.strict, known=known)
-
-
-def unmet_capabilities(results: Results, required: Iterable[str]) -> list[str]:
-    """The required capabilities the target did not offer (conformance.judging.capabilities.unmet)."""
-    names = list(required)
-    if not names:
-        return []
-    from conformance.judging import capabilities
-
-    return list(capabilities.unmet(results, names))
-
-
-def _unrun_reasons(record: RunRecord) -> tuple[list[str], tuple[tuple[str, str, str], ...]]:
-    unrun = record.unrun()
-    listed = tuple((s.id, str(s.cause), s.reason) for s in unrun)
-    reasons = []
-    cut = [s for s in unrun if s.cause == SkipCause.BUDGET]
-    if cut:
-        note = record.budget or "the budget ran out"
-        reasons.append(
-            f"{len(cut)} scenario item(s) not run or cut short because {note}: "
-            f"{scenario_names(cut)}"
-        )
-    elif record.budget:
-        reasons.append(f"the run was cut short: {record.budget}")
-    unseen = sorted({rid for s in unrun if s.cause == SkipCause.NOT_OBSERVABLE for rid in s.covers})
-    if unseen:
-        reasons.append(
-            f"{len(unseen)} MUST requirement(s) not observable from traffic: {', '.join(unseen)}"
-        )
-    other = [s for s in unrun if s.cause not in (SkipCause.BUDGET, SkipCause.NOT_OBSERVABLE)]
-    for s in other:
-        reasons.append(f"scenario {s.id} not run ({s.cause}): {s.reason}")
-    return reasons, listed
-
-
-def decide(results: Results, record: RunRecord | None = None, *, partial: bool = False) -> Verdict:
-    """The run's verdict from its merged tallies and its record (``results.run_record``
-    unless given), the first that holds: error (a check raised, the runner saw a suite
-    defect), failed, no-verdict (rate limited), incomplete, passed.
-
-    ``partial``: the Results are one shard of a run; what a shard did not cover is listed
-    but judged only once the shards are merged (conformance-merge), so it does not decide.
-    """
-    if record is None:
-        record = results.run_record
-        record = RunRecord.from_meta(results.meta) if record.blank else record
-    failing_now = failing(results, record)
-    failed = tuple((t.id, t.failed, t.checked) for t in failing_now)
-    # A requirement whose check raised decides too, but as "error" (a suite defect), not as
-    # a failure of the target, unless the target also failed it.
-    levels = deciding_levels(strict=record.strict)
-    failing_now = [t for t in failing_now if t.failed and t.level in levels]
-    cover = coverage(results, record)
-    errors = [t.id for t in results.errors()]
-    unmet = unmet_capabilities(results, record.require_capabilities)
-    reasons: list[str] = []
-    if failing_now:
-        ids = ", ".join(t.id for t in failing_now)
-        reasons.append(f"{len(failing_now)} requirement(s) failed: {ids}")
-    if unmet:
-        reasons.append(f"required capabilities not offered: {', '.join(unmet)}")
-    unrun_reasons, unrun = _unrun_reasons(record)
-    if record.errors or errors:
-        # A suite defect first: a judge that broke cannot vouch for any other word.
-        raised = f"a check raised an unexpected error: {', '.join(errors)}"
-        why = record.errors[0] if record.errors else raised
-        return Verdict("error", (why, *reasons), failed, cover, unrun)
-    if failing_now or unmet:
-        return Verdict("failed", tuple(reasons), failed, cover, unrun)
-    if record.no_verdict:
-        return Verdict("no-verdict", (record.no_verdict,), failed, cover, unrun)
-    untested = bool(cover.untested) and not partial
-    if untested or unrun_reasons:
-        if untested:
-            unrun_reasons.insert(0, f"{len(cover.untested)} MUST requirement(s) untested")
-        return Verdict("incomplete", tuple(unrun_reasons), failed, cover, unrun)
-    return Verdict("passed", (), failed, cover, unrun)
-
-
-def verdict_word(results: Results) -> str:
-    """The verdict a report shows: the word recorded when the run kept its record (decided
-    by :func:`decide` at the end of the run), else decided now from what it recorded
-    (an older results.json): its recorded word, but never ``passed`` over what ``decide``
-    finds untested, failed or broken."""
-    recorded = results.meta.get("verdict")
-    word = recorded if isinstance(recorded, str) and recorded else None
-    if word is not None and not results.run_record.blank:
-        return word
-    decided = decide(results).word
-    return decided if word is None or word == "passed" else word

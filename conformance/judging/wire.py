@@ -100,17 +100,17 @@ def _gzip(coding: str | None) -> bool:
 
 def case_from_transcript(data: Mapping[str, Any]) -> Case:
     """The Case a transcript's request was sent as."""
-    meta = data.get("case", {})
+    sent_as = data.get("case", {})
     request = data["request"]
     raw = request.get("raw_body")
     return Case(
         body=request.get("body") if isinstance(request.get("body"), dict) else {},
-        mode=meta.get("mode", "valid"),
-        label=meta.get("label", data.get("title", "")),
-        breaks=meta.get("breaks"),
-        auth=meta.get("auth", "default"),
+        mode=sent_as.get("mode", "valid"),
+        label=sent_as.get("label", data.get("title", "")),
+        breaks=sent_as.get("breaks"),
+        auth=sent_as.get("auth", "default"),
         raw_body=raw.encode("utf-8") if isinstance(raw, str) else None,
-        tags=frozenset(meta.get("tags", ())),
+        tags=frozenset(sent_as.get("tags", ())),
     )
 
 

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from conformance.judging.attribution import attribute
+from conformance.judging.decision import decide
 from conformance.judging.exceptions import ConformanceError
-from conformance.judging.results import OBSERVED, Results
+from conformance.judging.results import Results
+from conformance.judging.run_info import BaselineDiff, RegistryEntry, SpecNote
 from conformance.judging.spec import (
     BUILTIN_SPECS,
     OPERATION_PATH,
@@ -28,7 +30,7 @@ from conformance.judging.spec import (
 )
 from conformance.judging.spec_notes import document_meta, registry
 from conformance.judging.spec_source import Fetch
-from conformance.judging.verdict import Verdict, decide
+from conformance.judging.verdict import Verdict
 from conformance.judging.version import VERSION
 from conformance.run.client import Client, Pacer, RetryPolicy
 from conformance.run.engine import Run
@@ -54,14 +56,14 @@ class BaselineGate(Protocol):
         """The requirements failing in the baseline: they fail no test of this run."""
         ...
 
-    def admit(self, this_run: Mapping[str, Any]) -> list[str]:
+    def admit(self, this_run: Mapping[str, object]) -> list[str]:
         """The warnings to show for this run (another model or target); raises BadInput
         when the baseline cannot judge this run (another spec)."""
         ...
 
-    def compare(self, results: Results) -> tuple[dict[str, Any], tuple[str, ...]]:
-        """The baseline diff as stored in ``meta["baseline"]``, and the requirements
-        failing with fingerprints the baseline does not have."""
+    def compare(self, results: Results) -> BaselineDiff:
+        """The baseline diff (``RunInfo.baseline``; its ``new_failures``: the requirements
+        failing with fingerprints the baseline does not have)."""
         ...
 
 
@@ -165,12 +167,12 @@ def assemble(setup: Setup, baseline: BaselineGate | None = None) -> Assembled:
     )
     run = Run(settings, spec, client, workers=setup.workers)
     results = Results.for_requirements(run.requirements)
-    results.meta.update(_header(setup, spec, settings, target))
+    results.info.update(**_header(setup, spec, settings, target))
     results.run_record = record_of(
-        spec, settings, run_id=secrets.token_hex(8), target=results.meta["target"]
+        spec, settings, run_id=secrets.token_hex(8), target=results.info.target or ""
     )
     if baseline_warnings:
-        results.meta["baseline_warnings"] = baseline_warnings
+        results.info.baseline_warnings = tuple(baseline_warnings)
         notes = [*notes, *(f"baseline warning: {w}" for w in baseline_warnings)]
     assembled = Assembled(setup, run, results, baseline, server, notes)
     if setup.preflight:
@@ -195,16 +197,15 @@ def _checked(settings: Settings) -> Settings:
 
 
 def _header(setup: Setup, spec: Spec, settings: Settings, target: str) -> dict[str, Any]:
+    """The RunInfo fields an assembled run starts with, in results.json's order."""
     return {
         "target": target if setup.target_url else "embedded reference target",
         **document_meta(spec),
         "strict": settings.strict,
         "suite_version": VERSION,
-        "errata": [{"id": e.id, "title": e.title, "detail": e.detail} for e in spec.errata],
-        "policies": registry(spec),
-        "conventions": [
-            {"id": c.id, "title": c.title, "detail": c.detail} for c in spec.conventions
-        ],
+        "errata": tuple(SpecNote(e.id, e.title, e.detail) for e in spec.errata),
+        "policies": tuple(RegistryEntry(**entry) for entry in registry(spec)),
+        "conventions": tuple(SpecNote(c.id, c.title, c.detail) for c in spec.conventions),
         "model": settings.model,
         "seed": settings.seed,
         # What a --baseline taken from this run records it was taken with (conformance.reports.baseline).
@@ -218,9 +219,9 @@ def _header(setup: Setup, spec: Spec, settings: Settings, target: str) -> dict[s
 def _preflight(assembled: Assembled) -> None:
     run, results = assembled.run, assembled.results
     first = preflight(run.client, run.settings.model, run.spec)
-    results.spent["requests"] += 1 + first.retries
-    results.spent["retries"] += first.retries
-    results.meta[OBSERVED] = {str(first.status): 1}
+    results.spent.requests += 1 + first.retries
+    results.spent.retries += first.retries
+    results.info.observed_statuses = {str(first.status): 1}
     if first.status == 429:
         # Rate limited already, after the retries: this process's items send nothing.
         run.rate_limited = True
@@ -233,19 +234,17 @@ def conclude(
 ) -> Verdict:
     """Have the judge core decide the verdict of the merged Results, and store it."""
     results = assembled.results
-    results.meta["wall_time"] = round(time.time() - results.meta["started"], 3)
+    results.info.wall_time = round(time.time() - (results.info.started or time.time()), 3)
     attribute(results)  # one defect, one finding: before the baseline and the verdict
     if assembled.baseline is not None:
-        diff, new = assembled.baseline.compare(results)
-        results.meta["baseline"] = diff
-        results.run_record = results.run_record.with_(baseline_new_failures=new)
+        diff = assembled.baseline.compare(results)
+        results.info.baseline = diff
+        results.run_record = results.run_record.with_(baseline_new_failures=diff.new_failures)
     if runner_error:
         results.run_record = results.run_record.with_(
             errors=(*results.run_record.errors, runner_error)
         )
     to_dict = getattr(getattr(assembled.run.client, "stats", None), "to_dict", None)
     if callable(to_dict):  # this process's client: peak in flight, retries...
-        results.meta["client"] = to_dict()
-    verdict = decide(results, partial=partial)
-    verdict.store(results)
-    return verdict
+        results.info.client = to_dict()
+    return results.decided(decide(results, partial=partial))

@@ -27,7 +27,7 @@ from conformance.judging.events import Emitter, ScenarioFinished
 from conformance.judging.exchange import Exchange
 from conformance.judging.record import ScenarioRun
 from conformance.judging.requirements import REGISTRY, Requirement
-from conformance.judging.results import OBSERVED, Results, tokens_used
+from conformance.judging.results import Results, tokens_used
 from conformance.judging.spec import Spec
 from conformance.run.client import Client
 from conformance.run.health import DOWN_NOTE, Health
@@ -50,7 +50,7 @@ T = TypeVar("T")
 
 def status_summary(results: Results, spec: Spec) -> str:
     """One line: the statuses answered, and the declared ones never seen."""
-    counts: dict[str, int] = results.meta.get(OBSERVED, {})
+    counts = results.info.observed_statuses or {}
     seen = ", ".join(f"{s} x{n}" for s, n in sorted(counts.items())) or "none"
     unseen = [
         d

@@ -4,7 +4,7 @@ An ``ItemRun`` sends through its ``RunState`` (conformance/run/engine.py: the bu
 the pool) and judges every answer by the run's requirements: a 429 waited out by the
 rate-limit requirements alone, a dead target's failed health probe by TARGET-ALIVE alone,
 a request answered alone after a time-out beside others entered in the run's report
-(``meta.sent_alone``). ``outcome()`` says passed, failed (a deciding requirement failed)
+(``RunInfo.sent_alone``). ``outcome()`` says passed, failed (a deciding requirement failed)
 or skipped, and ``scenario_run`` how the run record keeps it. Nothing here imports pytest.
 """
 
@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Literal
 
 from conformance.judging.case import Case
 from conformance.judging.events import ExchangeJudged
+from conformance.judging.examples import Outcome
 from conformance.judging.exchange import Exchange
 from conformance.judging.judge import judge_into
 from conformance.judging.latency import stream_latency
 from conformance.judging.record import ScenarioRun, SkipCause
-from conformance.judging.results import SENT_ALONE, Finding, Results
+from conformance.judging.results import Finding, Results
+from conformance.judging.run_info import SentAlone
 from conformance.judging.spec import Spec
 from conformance.judging.verdict import deciding_levels
 from conformance.run.health import DOWN_NOTE
@@ -129,8 +131,8 @@ class ItemRun:
             # would blame the target for the 429).
             reason = no_verdict_reason(self.run.client.retry)
             self.results.run_record = self.results.run_record.with_(no_verdict=reason)
-            self.results.spent["requests"] += 1 + exchange.retries
-            self.results.spent["retries"] += exchange.retries
+            self.results.spent.requests += 1 + exchange.retries
+            self.results.spent.retries += exchange.retries
             self.judge_rate_limit(exchange)
             return exchange
         self.judge(exchange, related)
@@ -141,14 +143,11 @@ class ItemRun:
         if exchange.sent_alone is not None:
             # A time-out met beside other requests, answered alone: not a finding, and the
             # request that held the target is named for the run's report.
-            self.results.meta.setdefault(SENT_ALONE, []).append(
-                {
-                    "case": exchange.case.label or exchange.case.mode,
-                    "note": exchange.sent_alone,
-                    "held_by": exchange.held_by,
-                }
+            alone = SentAlone(
+                exchange.case.label or exchange.case.mode, exchange.sent_alone, exchange.held_by
             )
-        failed = tuple(f.requirement for f in findings if f.outcome == "failed")
+            self.results.info.sent_alone = (*(self.results.info.sent_alone or ()), alone)
+        failed = tuple(f.requirement for f in findings if f.outcome == Outcome.FAILED)
         label = exchange.case.label or exchange.case.mode
         self.run.emit(ExchangeJudged(label, exchange.status, failed))
         latency = stream_latency(exchange)
@@ -221,6 +220,6 @@ class ItemRun:
             return ItemOutcome("skipped", f"conformance: no verdict reached: {reason}")
         if self.skip_reason:
             return ItemOutcome("skipped", self.skip_reason)
-        if self.budget_note and not self.results.spent["requests"]:
+        if self.budget_note and not self.results.spent.requests:
             return ItemOutcome("skipped", self.budget_note)
         return ItemOutcome("passed")

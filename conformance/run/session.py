@@ -16,6 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 from conformance.judging.case import Case
 from conformance.judging.contract import DEFAULT_CONTRACT, Contract
+from conformance.judging.decision import applicability
 from conformance.judging.events import Emitter
 from conformance.judging.exceptions import ConformanceError
 from conformance.judging.exchange import Exchange
@@ -23,7 +24,6 @@ from conformance.judging.record import RunRecord, SkipCause
 from conformance.judging.redaction import Limits
 from conformance.judging.requirements import Requirement
 from conformance.judging.spec import Spec
-from conformance.judging.verdict import applicability
 from conformance.run.client import Client
 from conformance.run.health import Health
 
