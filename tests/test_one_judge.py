@@ -75,7 +75,7 @@ def _of_results(results: Results, ids: set[str]) -> Judged:
             continue
         if tally.errored or tally.failed or tally.unsupported:
             (example,) = tally.examples
-            out[rid] = (example["outcome"], example["message"], example["path"])
+            out[rid] = (example.outcome, example.message, example.path)
         else:
             out[rid] = ("passed", "", None)
     return out
