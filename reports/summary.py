@@ -88,7 +88,7 @@ def verdict_of(results: Results) -> Verdict:
 
 
 def coverage_of(results: Results) -> Coverage:
-    """The run's coverage as its verdict recorded it (conformance.judging.verdict.coverage,
+    """The run's coverage as its verdict recorded it (conformance.judging.decision.coverage,
     the one rule); empty when the run recorded no verdict (``results.verdict`` None)."""
     return Coverage() if results.verdict is None else results.verdict.coverage
 

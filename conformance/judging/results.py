@@ -308,7 +308,7 @@ class Results:
     ``capabilities`` is the capability table, feature -> ``Capability``, filled
     by the single-feature probes of conformance.judging.capabilities (never by generated requests).
     ``info`` is the run's context and what it saw (results.json ``meta``); ``verdict`` the
-    verdict the judge core decided, once it has (conformance.judging.verdict.decide).
+    verdict the judge core decided, once it has (conformance.judging.decision.decide).
     """
 
     tallies: dict[str, Tally] = field(default_factory=dict)
