@@ -14,10 +14,14 @@ hold for all, and every retry is counted. Two kinds of answer are sent again:
 * **a bound that load can cause**, met while other requests were in flight: a time-out
   (first byte, gap between reads, total time) or a connection cut. The time may have gone to the target's queue, not to this request (FastChat spent
   28 s on an ``n: 129`` it accepted while seven healthy streams waited behind it). It is
-  sent once more alone; it is a finding only if it meets a bound alone too. Answered
-  alone, the note names the request that held the target (conformance/flights.py), and
-  that request is judged on its own answer like any other. A byte or event bound is the
-  answer's own size: the same alone, never sent again.
+  sent once more alone (the first started first); it is a finding only if it meets a
+  bound alone too. Answered alone, the note names the request that held the target
+  (conformance/flights.py), and that request is judged on its own answer like any other.
+  Alone on the wire is not alone at the target when it still works on a request the
+  client left: met alone less than a left request's own wait after that request's
+  time-out stood alone (FastChat kept generating the 129 choices of an ``n: 129``), the
+  bound is not judged, and the note names that request, whose own finding stands. A
+  byte or event bound is the answer's own size: the same alone, never sent again.
 """
 
 from __future__ import annotations
@@ -119,7 +123,9 @@ def paced(
     throttled: list[Exchange] = []  # the 429 answers waited out
     crowd: tuple[Exchange, Flight, str] | None = None  # what it met beside others
     while True:
-        flight = throttle.acquire(case, alone=crowd is not None)
+        flight = throttle.acquire(
+            case, alone=crowd is not None, crowded=crowd[1] if crowd is not None else None
+        )
         if crowd is not None and retries == 1 and not throttle.resend_alone(crowd[2]):
             # While it waited for its turn alone, others met their bound again alone: the
             # target is silent, not busy. This one's bound stands, without another wait.
@@ -148,7 +154,7 @@ def paced(
         if wait is None:
             exchange.throttled = throttled
             if crowd is not None:
-                _judged_alone(throttle, exchange, *crowd)
+                _judged_alone(throttle, exchange, *crowd, alone=flight)
             return exchange
         if exchange.status == 429:
             throttled.append(exchange)  # waited out, and still judged (checks.ratelimit)
@@ -185,19 +191,38 @@ def _rate_limit_wait(
 
 
 def _judged_alone(
-    throttle: Throttle, exchange: Exchange, crowded: Exchange, flight: Flight, kind: str
+    throttle: Throttle,
+    exchange: Exchange,
+    crowded: Exchange,
+    flight: Flight,
+    kind: str,
+    *,
+    alone: Flight,
 ) -> None:
-    """Note what sending alone showed: answered (not a finding; who held the target), or
-    the bound met again (the finding stands)."""
+    """Note what sending alone showed: answered (not a finding; who held the target), the
+    bound met again (the finding stands), or met again while the target may still have
+    been working on a request the client had left, itself a finding (not judged)."""
     others = len(flight.overlapped)
     first = f"{_what(crowded)} while {others} other request(s) were in flight"
     # Alone, any bound (its own size too) or cut: the crowd was not the cause.
     again = load_cut(exchange) or exchange.bound
     throttle.judged_alone(kind, answered=again is None)
     if again is not None:
-        exchange.notes.append(
-            f"{first}; sent again alone, it met a bound again ({again}): the finding stands"
+        left = throttle.left_working(alone) if load_cut(exchange) else None
+        if left is None:
+            alone.stood_alone = True
+            exchange.notes.append(
+                f"{first}; sent again alone, it met a bound again ({again}): the finding stands"
+            )
+            return
+        # Alone on the wire, not at the target: that request's own time-out stands.
+        exchange.held_by = left.describe()
+        exchange.sent_alone = (
+            f"{first}; sent again alone, it met a bound again ({again}) while the target "
+            f"may still have been working on {exchange.held_by}, which met its bound alone "
+            "too and was left unanswered: not judged"
         )
+        exchange.notes.append(exchange.sent_alone)
         return
     account = f"{first}; sent again alone, answered in {exchange.elapsed:.1f} s: not a finding"
     held = holder(flight, time.monotonic())

@@ -71,6 +71,39 @@ def test_the_request_that_held_the_target_is_judged_and_named(serve: Servers) ->
     assert all('"n": 129' in e["held_by"] for e in entries)
 
 
+def test_a_wait_behind_work_the_client_left_is_not_charged(serve: Servers) -> None:
+    """The n: 129 outlasts the first-byte bound, in the crowd and alone: its time-out
+    stands (HTTP-COMPLETE fails on it), and the target keeps working on both copies after
+    the client left them, as FastChat did. The stream that waited behind it went alone
+    after it (the first started goes alone first) and waited behind that left work too:
+    not charged (before: a second HTTP-COMPLETE finding, which its replay on a fresh
+    server refuted), named in the run's report as held by the n: 129."""
+    behaviour = HeldBySlowRequest(hold=1.5)
+    server = serve.start(behaviour)
+    spec = load_spec("aihubmix")
+    client = Client(server.url, api_key=API_KEY, limits=Limits(ttfb=0.6, gap=0.3, total=5),
+                    concurrency=4)  # fmt: skip
+    run = Run(Settings(concurrency=4), spec, client)
+    body = {"model": MODEL, "prompt": "hold", "max_tokens": 4, "n": 129}
+    slow = Case(body, mode="invalid", breaks="n:maximum", label="n:maximum: n=129")
+    item = run.item()
+    try:
+        held = item.dispatch(slow)
+        assert behaviour.arrived.wait(5)
+        stream = item.dispatch(case(stream=True))
+        judged = [item.receive(held), item.receive(stream)]
+    finally:
+        run.close()
+        client.close()
+    assert [ex.bound for ex in judged if ex is not None] == ["ttfb", "gap"]
+    complete = item.results.tallies["HTTP-COMPLETE"]
+    assert (complete.checked, complete.failed) == (1, 1)
+    assert [ex["case"] for ex in complete.examples] == ["n:maximum: n=129"]
+    [entry] = item.results.meta[SENT_ALONE]
+    assert entry["held_by"].startswith("'n:maximum: n=129'")
+    assert entry["note"].endswith("was left unanswered: not judged")
+
+
 class HoldsTheKillersAnswer:
     """ASGI, around the reference app: the answer to a one-item prompt list (the request
     that kills the target, fault dies-on-one-item-prompt-list) is held back until another
