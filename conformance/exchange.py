@@ -111,9 +111,8 @@ class Exchange:
     # judged as the rate-limit answer it is (checks.ratelimit), not as the case's answer.
     throttled: list[Exchange] = field(default_factory=list)
     # It met a time-out or a cut while other requests were in flight and was answered when
-    # sent again alone, or met it alone behind work the client had left (not judged:
-    # ``left_unjudged``; conformance/resend.py): that account for the run's reports, and
-    # the request that held the target meanwhile (its label and body), if one did.
+    # sent again alone (conformance/resend.py): that account for the run's reports, and the
+    # request that held the target meanwhile (its label and body), if one did.
     sent_alone: str | None = None
     held_by: str | None = None
     # The answer claimed a Content-Encoding its body does not have (gzip that is not
@@ -124,14 +123,6 @@ class Exchange:
     _json: Any = field(default=None, repr=False)
     _json_error: str | None = field(default=None, repr=False)
     _json_parsed: bool = field(default=False, repr=False)
-
-    @property
-    def left_unjudged(self) -> bool:
-        """Sent again alone, it met its bound while the target may still have been working
-        on a request the client had left (conformance/resend.py): its bound is not judged."""
-        return self.sent_alone is not None and (
-            self.bound is not None or self.transport_error is not None
-        )
 
     @property
     def cut_short_by_sdk(self) -> bool:

@@ -61,6 +61,13 @@ class Flight:
     def duration(self, now: float) -> float:
         return (self.ended if self.ended is not None else now) - self.started
 
+    @property
+    def free_by(self) -> float:
+        """When a target that kept working on it after the client left may be done: as long
+        again after it was left as the client had waited for it."""
+        assert self.ended is not None
+        return self.ended + (self.ended - self.started)
+
     def describe(self) -> str:
         """The request as a reader can find and resend it: its label and its body (short)."""
         if self.case is None:
@@ -145,14 +152,15 @@ def left_working(flights: Iterable[Flight], flight: Flight) -> Flight | None:
     of another case, one that met its bound alone too and that the client left (FastChat
     kept generating the 129 choices of an ``n: 129`` after the client gave up, and a healthy
     stream sent alone next waited behind them), ended before ``flight`` started by less
-    than it had been in flight (the target may work on it as long again). The last left."""
+    than it had been in flight (the target may work on it as long again: ``free_by``).
+    The last one left."""
     left = [
         other
         for other in flights
         if other.stood_alone
         and other.case is not flight.case
         and other.ended is not None
-        and other.ended <= flight.started < other.ended + (other.ended - other.started)
+        and other.ended <= flight.started < other.free_by
     ]
     return max(left, key=lambda other: other.ended or 0.0, default=None)
 

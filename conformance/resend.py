@@ -18,10 +18,11 @@ hold for all, and every retry is counted. Two kinds of answer are sent again:
   bound alone too. Answered alone, the note names the request that held the target
   (conformance/flights.py), and that request is judged on its own answer like any other.
   Alone on the wire is not alone at the target when it still works on a request the
-  client left: met alone less than a left request's own wait after that request's
-  time-out stood alone (FastChat kept generating the 129 choices of an ``n: 129``), the
-  bound is not judged, and the note names that request, whose own finding stands. A
-  byte or event bound is the answer's own size: the same alone, never sent again.
+  client left (FastChat kept generating the 129 choices of an ``n: 129`` whose time-out
+  stood alone, and a healthy stream sent alone next waited behind them): met alone less
+  than that request's own wait after it was left, the bound sends it once more alone,
+  once that work may be done (``Flight.free_by``). A byte or event bound is the answer's
+  own size: the same alone, never sent again.
 """
 
 from __future__ import annotations
@@ -122,6 +123,7 @@ def paced(
     limited_retries = 0  # rate limits waited out: the back-off's exponent
     throttled: list[Exchange] = []  # the 429 answers waited out
     crowd: tuple[Exchange, Flight, str] | None = None  # what it met beside others
+    behind: Flight | None = None  # work the target may have kept doing for a client that left
     while True:
         flight = throttle.acquire(
             case, alone=crowd is not None, crowded=crowd[1] if crowd is not None else None
@@ -150,11 +152,19 @@ def paced(
             continue
         if kind is not None and flight.crowded:
             _stands(exchange, kind)
+        if crowd is not None and behind is None and load_cut(exchange) is not None:
+            # Alone on the wire, not at the target, when it still works on a request the
+            # client left: once that work may be done, it goes alone once more.
+            behind = throttle.left_working(flight)
+            if behind is not None:
+                throttle.wait_behind(crowd[1], behind.free_by)
+                retries += 1
+                continue
         wait = _rate_limit_wait(exchange, delay, limited_retries, waited, policy)
         if wait is None:
             exchange.throttled = throttled
             if crowd is not None:
-                _judged_alone(throttle, exchange, *crowd, alone=flight)
+                _judged_alone(throttle, exchange, *crowd, alone=flight, behind=behind)
             return exchange
         if exchange.status == 429:
             throttled.append(exchange)  # waited out, and still judged (checks.ratelimit)
@@ -198,39 +208,35 @@ def _judged_alone(
     kind: str,
     *,
     alone: Flight,
+    behind: Flight | None,
 ) -> None:
-    """Note what sending alone showed: answered (not a finding; who held the target), the
-    bound met again (the finding stands), or met again while the target may still have
-    been working on a request the client had left, itself a finding (not judged)."""
+    """Note what sending alone showed: answered (not a finding; who held the target), or
+    the bound met again (the finding stands). ``behind``: the first send alone waited
+    behind work the target kept doing for a client that left, and this is the next one."""
     others = len(flight.overlapped)
     first = f"{_what(crowded)} while {others} other request(s) were in flight"
+    sent = "sent again alone"
+    if behind is not None:
+        first += (
+            f"; sent again alone, it met a bound again behind {behind.describe()}, which met "
+            "its bound alone too and which the target may still have been working on"
+        )
+        sent = "sent alone once more when that work may have been done"
     # Alone, any bound (its own size too) or cut: the crowd was not the cause.
     again = load_cut(exchange) or exchange.bound
     throttle.judged_alone(kind, answered=again is None)
     if again is not None:
-        left = throttle.left_working(alone) if load_cut(exchange) else None
-        if left is None:
-            alone.stood_alone = True
-            exchange.notes.append(
-                f"{first}; sent again alone, it met a bound again ({again}): the finding stands"
-            )
-            return
-        # Alone on the wire, not at the target: that request's own time-out stands.
-        exchange.held_by = left.describe()
-        exchange.sent_alone = (
-            f"{first}; sent again alone, it met a bound again ({again}) while the target "
-            f"may still have been working on {exchange.held_by}, which met its bound alone "
-            "too and was left unanswered: not judged"
+        alone.stood_alone = True
+        exchange.notes.append(
+            f"{first}; {sent}, it met a bound again ({again}): the finding stands"
         )
-        exchange.notes.append(exchange.sent_alone)
         return
-    account = f"{first}; sent again alone, answered in {exchange.elapsed:.1f} s: not a finding"
-    held = holder(flight, time.monotonic())
+    account = f"{first}; {sent}, answered in {exchange.elapsed:.1f} s: not a finding"
+    held = behind or holder(flight, time.monotonic())
     if held is not None:
         exchange.held_by = held.describe()
-        account += (
-            f"; the target was held by {exchange.held_by}, in flight "
-            f"{held.duration(time.monotonic()):.1f} s through the whole wait"
-        )
+        account += f"; the target was held by {exchange.held_by}"
+        if behind is None:
+            account += f", in flight {held.duration(time.monotonic()):.1f} s through the whole wait"
     exchange.notes.append(account)
     exchange.sent_alone = account

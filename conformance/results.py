@@ -27,9 +27,8 @@ OBSERVED = "observed_statuses"
 #: Results.meta key: the findings conformance.attribution withheld (kept whole by merge).
 WITHHELD = "attribution"
 #: Results.meta key: the requests that met a time-out or a cut beside other requests and
-#: were answered when sent again alone, or met their bound alone behind a request the
-#: client had left (not findings): {"case", "note", "held_by"} each, ``held_by`` naming the
-#: request that held the target when one did (conformance/resend.py).
+#: were answered when sent again alone (not findings): {"case", "note", "held_by"} each,
+#: ``held_by`` naming the request that held the target when one did (conformance/resend.py).
 SENT_ALONE = "sent_alone"
 MAX_EXAMPLES = 3
 #: Distinct failing fingerprints kept per requirement; the rest are only counted.

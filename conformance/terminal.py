@@ -102,7 +102,7 @@ def sent_alone_lines(results: Results) -> list[str]:
     holders = sorted({str(e["held_by"]) for e in entries if e.get("held_by")})
     out = [
         f"sent again alone: {len(entries)} request(s) met a time-out or a cut while others "
-        "were in flight and were sent again alone (not findings; results.json meta.sent_alone)"
+        "were in flight and were answered alone (not findings; results.json meta.sent_alone)"
     ]
     out += [f"the target was held by: {held}" for held in holders[:SHOWN_IDS]]
     return out

@@ -239,6 +239,15 @@ class Throttle:
             self.flights.forget(flight)
             self._cond.notify_all()
 
+    def wait_behind(self, crowded: Flight, until: float) -> None:
+        """``crowded``, sent again alone, met its bound behind work the target may still be
+        doing for a client that left: no send starts before ``until`` (the gate), then it
+        goes alone again in its turn."""
+        with self._cond:
+            self._gate_until = max(self._gate_until, until)
+            self._alone_queue.append(crowded)
+            self._cond.notify_all()
+
     def left_working(self, flight: Flight) -> Flight | None:
         """The request the target may still have been working on when ``flight`` went
         alone (flights.left_working)."""

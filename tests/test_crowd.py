@@ -21,7 +21,7 @@ from concurrent.futures import Future
 from typing import Any
 
 import pytest
-from hostile_servers import HeldBySlowRequest, Servers
+from hostile_servers import HeldBySlowRequest, Servers, silent
 from support import API_KEY, MODEL, case
 
 from conformance.case import Case
@@ -73,12 +73,12 @@ def test_the_request_that_held_the_target_is_judged_and_named(serve: Servers) ->
 
 def test_a_wait_behind_work_the_client_left_is_not_charged(serve: Servers) -> None:
     """The n: 129 outlasts the first-byte bound, in the crowd and alone: its time-out
-    stands (HTTP-COMPLETE fails on it), and the target keeps working on both copies after
-    the client left them, as FastChat did. The stream that waited behind it went alone
-    after it (the first started goes alone first) and waited behind that left work too:
-    not charged (before: a second HTTP-COMPLETE finding, which its replay on a fresh
-    server refuted), named in the run's report as held by the n: 129."""
-    behaviour = HeldBySlowRequest(hold=1.5)
+    stands, and the target keeps working on both copies after the client left them, as
+    FastChat did. The stream that waited behind it goes alone after it (the first started
+    goes alone first), waits behind that left work again, and goes alone once more when
+    the work may be done: answered, it is not charged (before: a second HTTP-COMPLETE
+    finding, which its replay on a fresh server refuted), and it names the n: 129."""
+    behaviour = HeldBySlowRequest(hold=1.0)
     server = serve.start(behaviour)
     spec = load_spec("aihubmix")
     client = Client(server.url, api_key=API_KEY, limits=Limits(ttfb=0.6, gap=0.3, total=5),
@@ -95,13 +95,38 @@ def test_a_wait_behind_work_the_client_left_is_not_charged(serve: Servers) -> No
     finally:
         run.close()
         client.close()
-    assert [ex.bound for ex in judged if ex is not None] == ["ttfb", "gap"]
+    assert [ex.bound if ex else None for ex in judged] == ["ttfb", None]
     complete = item.results.tallies["HTTP-COMPLETE"]
-    assert (complete.checked, complete.failed) == (1, 1)
+    assert (complete.checked, complete.failed) == (2, 1)
     assert [ex["case"] for ex in complete.examples] == ["n:maximum: n=129"]
     [entry] = item.results.meta[SENT_ALONE]
     assert entry["held_by"].startswith("'n:maximum: n=129'")
-    assert entry["note"].endswith("was left unanswered: not judged")
+    assert "it met a bound again behind 'n:maximum: n=129'" in entry["note"]
+    assert "sent alone once more when that work may have been done, answered" in entry["note"]
+
+
+def test_a_request_the_target_never_answers_stands_after_the_wait(serve: Servers) -> None:
+    """The other way: two requests the target never answers (Prism waits for the rest of a
+    body that is not JSON). The second met its bound alone behind the first's left work,
+    goes alone once more after it, and meets it again: both findings stand."""
+    server = serve.start(silent)
+    spec = load_spec("aihubmix")
+    client = Client(server.url, api_key=API_KEY, limits=Limits(ttfb=0.3, gap=0.2, total=5),
+                    concurrency=4)  # fmt: skip
+    run = Run(Settings(concurrency=4), spec, client)
+    item = run.item()
+    try:
+        sent = [item.dispatch(case(prompt=f"never {i}")) for i in range(2)]
+        judged = [item.receive(s) for s in sent]
+    finally:
+        run.close()
+        client.close()
+    assert all(ex is not None and ex.bound is not None for ex in judged)
+    complete = item.results.tallies["HTTP-COMPLETE"]
+    assert (complete.checked, complete.failed) == (2, 2)
+    assert SENT_ALONE not in item.results.meta
+    notes = [note for ex in judged if ex is not None for note in ex.notes]
+    assert any("once more" in note and "the finding stands" in note for note in notes)
 
 
 class HoldsTheKillersAnswer:

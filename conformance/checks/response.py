@@ -84,7 +84,6 @@ def _owned_in_completion(spec: Spec) -> Owned:
     "suite's bounds (time to first byte, gap, total time, size).",
     source="universal HTTP client behaviour (clients time out or fail on a cut answer)",
     evidence="client-visible",
-    applies=lambda ctx: not ctx.exchange.left_unjudged,
 )
 def complete_response(ctx: Context) -> None:
     ex = ctx.exchange
