@@ -21,7 +21,8 @@ hold for all, and every retry is counted. Two kinds of answer are sent again:
   client left (FastChat kept generating the 129 choices of an ``n: 129`` whose time-out
   stood alone, and a healthy stream sent alone next waited behind them): met alone less
   than that request's own wait after it was left, the bound sends it once more alone,
-  once that work may be done (``Flight.free_by``). A byte or event bound is the answer's
+  once that work may be done (``Flight.free_by``), until two such sends met their bound
+  again and none was answered (``BEHIND``). A byte or event bound is the answer's
   own size: the same alone, never sent again.
 """
 
@@ -47,6 +48,10 @@ RETRYABLE = (429, 503)
 LOAD_BOUNDS = ("ttfb", "gap", "total")
 #: A connection cut (a reset, an end of stream, a refused connection), as a kind of bound.
 CUT = "cut"
+#: Sends alone once more after work a client left (``Throttle.wait_behind``), as a kind of
+#: bound: once two met their bound again and none was answered, that work outlasts the
+#: wait (llama-cpp-python's unlimited ``max_tokens: 0`` answers), and no more are sent.
+BEHIND = "behind"
 #: The back-off's jitter has a generator of its own: drawing from the global one while
 #: Hypothesis generates cases on another thread would change its state under it.
 _JITTER = random.Random()
@@ -155,7 +160,7 @@ def paced(
         if crowd is not None and behind is None and load_cut(exchange) is not None:
             # Alone on the wire, not at the target, when it still works on a request the
             # client left: once that work may be done, it goes alone once more.
-            behind = throttle.left_working(flight)
+            behind = throttle.left_working(flight) if throttle.resend_alone(BEHIND) else None
             if behind is not None:
                 throttle.wait_behind(crowd[1], behind.free_by)
                 retries += 1
@@ -225,6 +230,8 @@ def _judged_alone(
     # Alone, any bound (its own size too) or cut: the crowd was not the cause.
     again = load_cut(exchange) or exchange.bound
     throttle.judged_alone(kind, answered=again is None)
+    if behind is not None:
+        throttle.judged_alone(BEHIND, answered=again is None, counted=False)
     if again is not None:
         alone.stood_alone = True
         exchange.notes.append(

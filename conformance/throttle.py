@@ -274,12 +274,14 @@ class Throttle:
             repeated, answered = self._alone_outcomes.get(kind, (0, 0))
             return answered > 0 or repeated < REPEATS_TO_STAND
 
-    def judged_alone(self, kind: str, *, answered: bool) -> None:
-        """A send that met ``kind`` beside others was sent alone: answered, or met it again."""
+    def judged_alone(self, kind: str, *, answered: bool, counted: bool = True) -> None:
+        """A send that met ``kind`` beside others was sent alone: answered, or met it again
+        (``counted``: in the client's stats; a send already counted under another kind not)."""
         with self._cond:
             outcome = self._alone_outcomes.setdefault(kind, [0, 0])
             outcome[1 if answered else 0] += 1
-            self.answered_alone += answered
+            if counted:
+                self.answered_alone += answered
 
     def back_off(self, seconds: float, *, shared: bool = True) -> None:
         """Count one rate-limited send waited out; ``shared`` (a Retry-After): close the

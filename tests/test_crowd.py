@@ -229,3 +229,19 @@ def test_the_requests_answered_alone_reach_the_run_and_its_closing_lines() -> No
     lines = sent_alone_lines(run)
     assert lines[0].startswith("sent again alone: 3 request(s)")
     assert lines[1:] == [f"the target was held by: {held}"]
+
+
+def test_sends_once_more_after_left_work_stop_when_that_work_outlasts_them() -> None:
+    """Once two sends once more after left work met their bound again, none answered, no
+    more are sent (llama-cpp-python's unlimited answers outlast any wait); the client's
+    count of requests answered alone is not counted twice."""
+    from conformance.resend import BEHIND
+    from conformance.throttle import Pacer, Throttle
+
+    throttle = Throttle(4, Pacer(None))
+    for _ in range(2):
+        assert throttle.resend_alone(BEHIND)
+        throttle.judged_alone(BEHIND, answered=False, counted=False)
+    assert not throttle.resend_alone(BEHIND)
+    throttle.judged_alone(BEHIND, answered=True, counted=False)
+    assert throttle.resend_alone(BEHIND) and throttle.answered_alone == 0
