@@ -107,6 +107,8 @@ class Work:
     # --tuned-concurrency: each target's own --concurrency (a one-slot server at 1). The
     # default is the suite's default, as a user runs it: verdicts must not depend on it.
     tuned_concurrency: bool = False
+    # --suite-timeout: how long one suite run may take before it is killed (no results).
+    suite_timeout: float = SUITE_TIMEOUT
 
     @property
     def logs(self) -> Path:
@@ -768,7 +770,7 @@ def run_suite(
         with open(log_path, "wb") as out:
             proc = subprocess.run(
                 cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, timeout=SUITE_TIMEOUT,
+                stdin=subprocess.DEVNULL, timeout=work.suite_timeout,
             )  # fmt: skip
         rc: int | None = proc.returncode
     except subprocess.TimeoutExpired:
@@ -868,6 +870,15 @@ def main(argv: list[str] | None = None) -> int:
         "the suite's default, as a user runs it",
     )
     parser.add_argument(
+        "--suite-timeout",
+        type=float,
+        default=SUITE_TIMEOUT,
+        metavar="SECONDS",
+        help=f"kill a suite run that takes longer, leaving no results (default {SUITE_TIMEOUT:.0f}): "
+        "at the default concurrency a one-slot server that keeps generating for clients "
+        "that left can take longer",
+    )
+    parser.add_argument(
         "--serve",
         type=float,
         metavar="SECONDS",
@@ -885,6 +896,7 @@ def main(argv: list[str] | None = None) -> int:
         args.work_dir.resolve(),
         results_dir=args.results_dir.resolve() if args.results_dir else None,
         tuned_concurrency=args.tuned_concurrency,
+        suite_timeout=args.suite_timeout,
     )
     if REPO in work.root.parents or work.root == REPO:
         log(f"note: the work folder {work.root} is inside the repository: keep it gitignored")
