@@ -21,7 +21,7 @@ from concurrent.futures import Future
 from typing import Any
 
 import pytest
-from hostile_servers import HeldBySlowRequest, Servers
+from hostile_servers import HeldBySlowRequest, Servers, silent
 from support import API_KEY, MODEL, case, meta_of
 
 from conformance.judging.case import Case
@@ -70,6 +70,64 @@ def test_the_request_that_held_the_target_is_judged_and_named(serve: Servers) ->
     assert all("the target was held by 'n:maximum: n=129'" in e["note"] for e in entries)
     assert all(e["held_by"].startswith("'n:maximum: n=129'") for e in entries)
     assert all('"n": 129' in e["held_by"] for e in entries)
+
+
+def test_a_wait_behind_work_the_client_left_is_not_charged(serve: Servers) -> None:
+    """The n: 129 outlasts the first-byte bound, in the crowd and alone: its time-out
+    stands, and the target keeps working on both copies after the client left them, as
+    FastChat did. The stream that waited behind it goes alone after it (the first started
+    goes alone first), waits behind that left work again, and goes alone once more when
+    the work may be done: answered, it is not charged (before: a second HTTP-COMPLETE
+    finding, which its replay on a fresh server refuted), and it names the n: 129."""
+    behaviour = HeldBySlowRequest(hold=1.0)
+    server = serve.start(behaviour)
+    spec = load_spec("aihubmix")
+    client = Client(server.url, api_key=API_KEY, limits=Limits(ttfb=0.6, gap=0.3, total=5),
+                    concurrency=4)  # fmt: skip
+    run = Run(Settings(concurrency=4), spec, client)
+    body = {"model": MODEL, "prompt": "hold", "max_tokens": 4, "n": 129}
+    slow = Case(body, mode="invalid", breaks="n:maximum", label="n:maximum: n=129")
+    item = run.item()
+    try:
+        held = item.dispatch(slow)
+        assert behaviour.arrived.wait(5)
+        stream = item.dispatch(case(stream=True))
+        judged = [item.receive(held), item.receive(stream)]
+    finally:
+        run.close()
+        client.close()
+    assert [ex.bound if ex else None for ex in judged] == ["ttfb", None]
+    complete = item.results.tallies["HTTP-COMPLETE"]
+    assert (complete.checked, complete.failed) == (2, 1)
+    assert [ex.evidence.case for ex in complete.examples] == ["n:maximum: n=129"]
+    [entry] = item.results.info.sent_alone or ()
+    assert entry.held_by is not None and entry.held_by.startswith("'n:maximum: n=129'")
+    assert "it met a bound again behind 'n:maximum: n=129'" in entry.note
+    assert "sent alone once more when that work may have been done, answered" in entry.note
+
+
+def test_a_request_the_target_never_answers_stands_after_the_wait(serve: Servers) -> None:
+    """The other way: two requests the target never answers (Prism waits for the rest of a
+    body that is not JSON). The second met its bound alone behind the first's left work,
+    goes alone once more after it, and meets it again: both findings stand."""
+    server = serve.start(silent)
+    spec = load_spec("aihubmix")
+    client = Client(server.url, api_key=API_KEY, limits=Limits(ttfb=0.3, gap=0.2, total=5),
+                    concurrency=4)  # fmt: skip
+    run = Run(Settings(concurrency=4), spec, client)
+    item = run.item()
+    try:
+        sent = [item.dispatch(case(prompt=f"never {i}")) for i in range(2)]
+        judged = [item.receive(s) for s in sent]
+    finally:
+        run.close()
+        client.close()
+    assert all(ex is not None and ex.bound is not None for ex in judged)
+    complete = item.results.tallies["HTTP-COMPLETE"]
+    assert (complete.checked, complete.failed) == (2, 2)
+    assert not item.results.info.sent_alone
+    notes = [note for ex in judged if ex is not None for note in ex.notes]
+    assert any("once more" in note and "the finding stands" in note for note in notes)
 
 
 class HoldsTheKillersAnswer:
@@ -169,3 +227,19 @@ def test_the_requests_answered_alone_reach_the_run_and_its_closing_lines() -> No
     lines = sent_alone_lines(run)
     assert lines[0].startswith("sent again alone: 3 request(s)")
     assert lines[1:] == [f"the target was held by: {held}"]
+
+
+def test_sends_once_more_after_left_work_stop_when_that_work_outlasts_them() -> None:
+    """Once two sends once more after left work met their bound again, none answered, no
+    more are sent (llama-cpp-python's unlimited answers outlast any wait); the client's
+    count of requests answered alone is not counted twice."""
+    from conformance.run.resend import BEHIND
+    from conformance.run.throttle import Pacer, Throttle
+
+    throttle = Throttle(4, Pacer(None))
+    for _ in range(2):
+        assert throttle.resend_alone(BEHIND)
+        throttle.judged_alone(BEHIND, answered=False, counted=False)
+    assert not throttle.resend_alone(BEHIND)
+    throttle.judged_alone(BEHIND, answered=True, counted=False)
+    assert throttle.resend_alone(BEHIND) and throttle.answered_alone == 0

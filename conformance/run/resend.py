@@ -14,10 +14,16 @@ hold for all, and every retry is counted. Two kinds of answer are sent again:
 * **a bound that load can cause**, met while other requests were in flight: a time-out
   (first byte, gap between reads, total time) or a connection cut. The time may have gone to the target's queue, not to this request (FastChat spent
   28 s on an ``n: 129`` it accepted while seven healthy streams waited behind it). It is
-  sent once more alone; it is a finding only if it meets a bound alone too. Answered
-  alone, the note names the request that held the target (conformance/run/flights.py), and
-  that request is judged on its own answer like any other. A byte or event bound is the
-  answer's own size: the same alone, never sent again.
+  sent once more alone (the first started first); it is a finding only if it meets a
+  bound alone too. Answered alone, the note names the request that held the target
+  (conformance/run/flights.py), and that request is judged on its own answer like any other.
+  Alone on the wire is not alone at the target when it still works on a request the
+  client left (FastChat kept generating the 129 choices of an ``n: 129`` whose time-out
+  stood alone, and a healthy stream sent alone next waited behind them): met alone less
+  than that request's own wait after it was left, the bound sends it once more alone,
+  once that work may be done (``Flight.free_by``), until two such sends met their bound
+  again and none was answered (``BEHIND``). A byte or event bound is the answer's
+  own size: the same alone, never sent again.
 """
 
 from __future__ import annotations
@@ -42,6 +48,10 @@ RETRYABLE = (429, 503)
 LOAD_BOUNDS = ("ttfb", "gap", "total")
 #: A connection cut (a reset, an end of stream, a refused connection), as a kind of bound.
 CUT = "cut"
+#: Sends alone once more after work a client left (``Throttle.wait_behind``), as a kind of
+#: bound: once two met their bound again and none was answered, that work outlasts the
+#: wait (llama-cpp-python's unlimited ``max_tokens: 0`` answers), and no more are sent.
+BEHIND = "behind"
 #: The back-off's jitter has a generator of its own: drawing from the global one while
 #: Hypothesis generates cases on another thread would change its state under it.
 _JITTER = random.Random()
@@ -118,8 +128,11 @@ def paced(
     limited_retries = 0  # rate limits waited out: the back-off's exponent
     throttled: list[Exchange] = []  # the 429 answers waited out
     crowd: tuple[Exchange, Flight, str] | None = None  # what it met beside others
+    behind: Flight | None = None  # work the target may have kept doing for a client that left
     while True:
-        flight = throttle.acquire(case, alone=crowd is not None)
+        flight = throttle.acquire(
+            case, alone=crowd is not None, crowded=crowd[1] if crowd is not None else None
+        )
         if crowd is not None and retries == 1 and not throttle.resend_alone(crowd[2]):
             # While it waited for its turn alone, others met their bound again alone: the
             # target is silent, not busy. This one's bound stands, without another wait.
@@ -144,11 +157,19 @@ def paced(
             continue
         if kind is not None and flight.crowded:
             _stands(exchange, kind)
+        if crowd is not None and behind is None and load_cut(exchange) is not None:
+            # Alone on the wire, not at the target, when it still works on a request the
+            # client left: once that work may be done, it goes alone once more.
+            behind = throttle.left_working(flight) if throttle.resend_alone(BEHIND) else None
+            if behind is not None:
+                throttle.wait_behind(crowd[1], behind.free_by)
+                retries += 1
+                continue
         wait = _rate_limit_wait(exchange, delay, limited_retries, waited, policy)
         if wait is None:
             exchange.throttled = throttled
             if crowd is not None:
-                _judged_alone(throttle, exchange, *crowd)
+                _judged_alone(throttle, exchange, *crowd, alone=flight, behind=behind)
             return exchange
         if exchange.status == 429:
             throttled.append(exchange)  # waited out, and still judged (checks.ratelimit)
@@ -185,27 +206,44 @@ def _rate_limit_wait(
 
 
 def _judged_alone(
-    throttle: Throttle, exchange: Exchange, crowded: Exchange, flight: Flight, kind: str
+    throttle: Throttle,
+    exchange: Exchange,
+    crowded: Exchange,
+    flight: Flight,
+    kind: str,
+    *,
+    alone: Flight,
+    behind: Flight | None,
 ) -> None:
     """Note what sending alone showed: answered (not a finding; who held the target), or
-    the bound met again (the finding stands)."""
+    the bound met again (the finding stands). ``behind``: the first send alone waited
+    behind work the target kept doing for a client that left, and this is the next one."""
     others = len(flight.overlapped)
     first = f"{_what(crowded)} while {others} other request(s) were in flight"
+    sent = "sent again alone"
+    if behind is not None:
+        first += (
+            f"; sent again alone, it met a bound again behind {behind.describe()}, which met "
+            "its bound alone too and which the target may still have been working on"
+        )
+        sent = "sent alone once more when that work may have been done"
     # Alone, any bound (its own size too) or cut: the crowd was not the cause.
     again = load_cut(exchange) or exchange.bound
     throttle.judged_alone(kind, answered=again is None)
+    if behind is not None:
+        throttle.judged_alone(BEHIND, answered=again is None, counted=False)
     if again is not None:
+        alone.stood_alone = True
         exchange.notes.append(
-            f"{first}; sent again alone, it met a bound again ({again}): the finding stands"
+            f"{first}; {sent}, it met a bound again ({again}): the finding stands"
         )
         return
-    account = f"{first}; sent again alone, answered in {exchange.elapsed:.1f} s: not a finding"
-    held = holder(flight, time.monotonic())
+    account = f"{first}; {sent}, answered in {exchange.elapsed:.1f} s: not a finding"
+    held = behind or holder(flight, time.monotonic())
     if held is not None:
         exchange.held_by = held.describe()
-        account += (
-            f"; the target was held by {exchange.held_by}, in flight "
-            f"{held.duration(time.monotonic()):.1f} s through the whole wait"
-        )
+        account += f"; the target was held by {exchange.held_by}"
+        if behind is None:
+            account += f", in flight {held.duration(time.monotonic()):.1f} s through the whole wait"
     exchange.notes.append(account)
     exchange.sent_alone = account

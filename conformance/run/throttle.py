@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 from conformance.judging.case import Case
 from conformance.judging.exchange import Exchange
-from conformance.run.flights import Flight, Flights, in_flight_since
+from conformance.run.flights import Flight, Flights, in_flight_since, left_working
 
 
 class Pacer:
@@ -109,6 +109,10 @@ class Throttle:
         self._in_flight = 0
         self._peak = 0
         self._alone_waiting = 0  # sends waiting to go alone: nothing else is admitted
+        # The crowded flights to be sent again alone: they go in the order they first
+        # started, so that a request that held the target is judged before those that
+        # waited behind it (resend.py excuses these by it).
+        self._alone_queue: list[Flight] = []
         self._alone: Flight | None = None  # the send in flight alone
         self._gate_until = 0.0  # monotonic time before which no send starts
         self._last_cut = 0.0  # monotonic time of the last halving
@@ -123,19 +127,25 @@ class Throttle:
         self.queue_retries = 0
         self.answered_alone = 0
 
-    def acquire(self, case: Case | None = None, *, alone: bool = False) -> Flight:
+    def acquire(
+        self, case: Case | None = None, *, alone: bool = False, crowded: Flight | None = None
+    ) -> Flight:
         """Wait until a send may start; returns its Flight (the ticket for ``release``).
 
-        ``alone``: wait until nothing else is in flight, and admit nothing beside it.
+        ``alone``: wait until nothing else is in flight, and admit nothing beside it;
+        ``crowded``: the flight it repeats (released with ``again_alone``), which waits its
+        turn among those to be sent alone, the first started first.
         """
         self._let_go()
         with self._cond:
             if alone:
                 self._alone_waiting += 1
                 try:
-                    self._admit(alone=True)
+                    self._admit(alone=True, turn=crowded)
                 finally:
                     self._alone_waiting -= 1
+                    if crowded in self._alone_queue:
+                        self._alone_queue.remove(crowded)
             else:
                 self._admit(alone=False)
             self._in_flight += 1
@@ -153,23 +163,25 @@ class Throttle:
             flight.started = time.monotonic()
         return flight
 
-    def _admit(self, *, alone: bool) -> None:
+    def _admit(self, *, alone: bool, turn: Flight | None = None) -> None:
         while True:
             wait = self._gate_until - time.monotonic()
             if wait > 0:
                 self._cond.wait(wait)
-            elif self._blocked(alone=alone):
+            elif self._blocked(alone=alone, turn=turn):
                 self._cond.wait()
             else:
                 return
 
-    def _blocked(self, *, alone: bool) -> bool:
-        """A send that goes alone is in flight; or, alone: something else is in flight;
-        or not alone: one waits to go alone, or the limit is reached."""
+    def _blocked(self, *, alone: bool, turn: Flight | None = None) -> bool:
+        """A send that goes alone is in flight; or, alone: something else is in flight, or
+        a crowded flight that started before ``turn`` waits to go alone; or not alone: one
+        waits to go alone, or the limit is reached."""
         if self._alone is not None:
             return True
         if alone:
-            return self._in_flight > 0
+            first = min(self._alone_queue, key=lambda f: f.started, default=None)
+            return self._in_flight > 0 or (first is not None and first is not turn)
         return bool(self._alone_waiting) or self._in_flight >= self._limit
 
     def release(
@@ -190,6 +202,7 @@ class Throttle:
                 self._alone = None
             if again_alone:
                 self.queue_retries += 1
+                self._alone_queue.append(flight)
                 if flight.started >= self._last_cut:  # once per window, as for a 429
                     self._threshold = max(1, self._limit // 2)
                 self._limit = self._min_limit = 1
@@ -226,6 +239,22 @@ class Throttle:
             self.flights.forget(flight)
             self._cond.notify_all()
 
+    def wait_behind(self, crowded: Flight, until: float) -> None:
+        """``crowded``, sent again alone, met its bound behind work the target may still be
+        doing for a client that left: no send starts before ``until`` (the gate), then it
+        goes alone again in its turn."""
+        with self._cond:
+            self._gate_until = max(self._gate_until, until)
+            self._alone_queue.append(crowded)
+            self._cond.notify_all()
+
+    def left_working(self, flight: Flight) -> Flight | None:
+        """The request the target may still have been working on when ``flight`` went
+        alone (flights.left_working)."""
+        with self._cond:
+            flights = list(self.flights.history)
+        return left_working(flights, flight)
+
     def in_flight_after_last_ok(self, until: float) -> list[Flight]:
         """The flights on the wire between the last normal answer that ended before
         ``until`` and ``until``, that had not ended normally, the first started first: the
@@ -245,12 +274,14 @@ class Throttle:
             repeated, answered = self._alone_outcomes.get(kind, (0, 0))
             return answered > 0 or repeated < REPEATS_TO_STAND
 
-    def judged_alone(self, kind: str, *, answered: bool) -> None:
-        """A send that met ``kind`` beside others was sent alone: answered, or met it again."""
+    def judged_alone(self, kind: str, *, answered: bool, counted: bool = True) -> None:
+        """A send that met ``kind`` beside others was sent alone: answered, or met it again
+        (``counted``: in the client's stats; a send already counted under another kind not)."""
         with self._cond:
             outcome = self._alone_outcomes.setdefault(kind, [0, 0])
             outcome[1 if answered else 0] += 1
-            self.answered_alone += answered
+            if counted:
+                self.answered_alone += answered
 
     def back_off(self, seconds: float, *, shared: bool = True) -> None:
         """Count one rate-limited send waited out; ``shared`` (a Retry-After): close the

@@ -40,6 +40,8 @@ MLX_MODEL = "default_model"  # mlx-lm's name for the model given by --model
 # were killed at 1500 s / 1800 s: allow an hour each.
 PIP_TIMEOUT = 3600.0
 BUILD_TIMEOUT = 3600.0
+#: How long one suite run may take before it is killed (--suite-timeout).
+SUITE_TIMEOUT = 900.0
 
 
 @dataclass
@@ -50,6 +52,8 @@ class Work:
     # --tuned-concurrency: each target's own --concurrency (a one-slot server at 1). The
     # default is the suite's default, as a user runs it: verdicts must not depend on it.
     tuned_concurrency: bool = False
+    # --suite-timeout: how long one suite run may take before it is killed (no results).
+    suite_timeout: float = SUITE_TIMEOUT
 
     @property
     def logs(self) -> Path:

@@ -55,12 +55,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import replay
-from preparation import HERE, PREPARE, REPO, Work
+from preparation import HERE, PREPARE, REPO, SUITE_TIMEOUT, Work
 from procs import Server, StepError, install_signal_handlers, log, stop_all
 from targets import ALL_SPECS, FAMILY, TARGETS, Target
-
-SUITE_TIMEOUT = 900.0
-
 
 # -- the run ----------------------------------------------------------------------------------
 
@@ -113,7 +110,7 @@ def run_suite(
         with open(log_path, "wb") as out:
             proc = subprocess.run(
                 cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, timeout=SUITE_TIMEOUT,
+                stdin=subprocess.DEVNULL, timeout=work.suite_timeout,
             )  # fmt: skip
         rc: int | None = proc.returncode
     except subprocess.TimeoutExpired:
@@ -213,6 +210,15 @@ def main(argv: list[str] | None = None) -> int:
         "the suite's default, as a user runs it",
     )
     parser.add_argument(
+        "--suite-timeout",
+        type=float,
+        default=SUITE_TIMEOUT,
+        metavar="SECONDS",
+        help=f"kill a suite run that takes longer, leaving no results (default {SUITE_TIMEOUT:.0f}): "
+        "at the default concurrency a one-slot server that keeps generating for clients "
+        "that left can take longer",
+    )
+    parser.add_argument(
         "--serve",
         type=float,
         metavar="SECONDS",
@@ -230,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         args.work_dir.resolve(),
         results_dir=args.results_dir.resolve() if args.results_dir else None,
         tuned_concurrency=args.tuned_concurrency,
+        suite_timeout=args.suite_timeout,
     )
     if REPO in work.root.parents or work.root == REPO:
         log(f"note: the work folder {work.root} is inside the repository: keep it gitignored")
