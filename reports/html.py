@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.judging.examples import Example, Outcome
+from conformance.judging.outcomes import MEANINGS
 from conformance.judging.results import RESULTS_SCHEMA_VERSION, Results, Tally, latency_summary
 from conformance.judging.run_info import RunInfo
 from conformance.reports.render import render
@@ -20,7 +21,6 @@ from conformance.reports.summary import (
     LEVELS,
     OFFERED_LEGEND,
     STATUS_LABELS,
-    VERDICTS,
     WARNED,
     buckets_of,
     by_area_and_level,
@@ -152,7 +152,7 @@ def report_context(results: Results) -> dict[str, Any]:
     # own word is not the run's verdict.
     known = word in ("passed", "failed", "incomplete", ERROR)
     verdict_class = word.value if known and not info.shard else "unknown"
-    verdict_text = VERDICTS.get(word, "The run recorded this verdict.")
+    verdict_text = MEANINGS.get(word, "The run recorded this verdict.")
     verdict = word.value
     if info.shard:
         verdict, verdict_text = f"shard {info.shard}", shard_text(word)

@@ -13,13 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from conformance.judging.examples import Example, Outcome
+from conformance.judging.outcomes import MEANINGS
 from conformance.judging.results import Results, Tally, latency_summary
 from conformance.reports.markdown import cell, table
 from conformance.reports.summary import (
     ERROR,
     FAILED,
     OFFERED_LEGEND,
-    VERDICTS,
     WARNED,
     buckets_of,
     capability_rows,
@@ -72,7 +72,7 @@ def summary_markdown(results: Results) -> str:
         said = cell(shard_text(verdict))
     else:
         heading = _WORD.get(verdict, "⚠️ " + verdict.upper())
-        said = cell(VERDICTS.get(verdict, ""))
+        said = cell(MEANINGS.get(verdict, ""))
     lines = [
         f"## Completions conformance: {heading}",
         "",

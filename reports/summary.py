@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from conformance.judging.decision import verdict_of as decided_verdict
 from conformance.judging.examples import Example
-from conformance.judging.outcomes import MEANINGS, SHARD_MEANINGS
+from conformance.judging.outcomes import SHARD_MEANINGS
 from conformance.judging.requirements import AREAS, Level
 from conformance.judging.results import Results, Status, Tally
 from conformance.judging.run_info import RegistryEntry, RunInfo
@@ -66,17 +66,11 @@ def status_of(tally: Tally, *, strict: bool) -> Status:
     return tally.status_under(deciding_levels(strict=strict))
 
 
-#: What each verdict means, for the reader of a report (the one table: judging.outcomes).
-VERDICTS = MEANINGS
-#: A shard's own word, said of its slice alone.
-SHARD_WORDS = SHARD_MEANINGS
-
-
 def shard_text(verdict: str) -> str:
     """What a shard's report says in place of a verdict: a shard judged its slice only, so
     its own word ("passed" over MUSTs other shards test) is not the run's (issue 27)."""
     return (
-        f"One shard of a run: in its slice, {SHARD_WORDS.get(verdict, verdict)}. The run's "
+        f"One shard of a run: in its slice, {SHARD_MEANINGS.get(verdict, verdict)}. The run's "
         "verdict is conformance-merge's, over every shard's results.json."
     )
 

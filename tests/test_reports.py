@@ -13,6 +13,7 @@ from support import capability_table, set_meta
 from conformance import reports
 from conformance.judging.case import Case
 from conformance.judging.exchange import Exchange, Headers, SSEEvent
+from conformance.judging.outcomes import MEANINGS
 from conformance.judging.requirements import Level, Requirement
 from conformance.judging.results import Finding, Results
 from conformance.reports.baseline import BaselineDiff, compare_to_baseline
@@ -20,7 +21,6 @@ from conformance.reports.catalogue import render_catalogue
 from conformance.reports.html import render_html
 from conformance.reports.junit import build_junit
 from conformance.reports.schema import results_schema, schema_errors
-from conformance.reports.summary import VERDICTS
 
 ROOT = Path(__file__).resolve().parent.parent
 XSS = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>']
@@ -404,7 +404,7 @@ def test_other_verdicts_are_explained_and_valid(verdict: str, css: str) -> None:
     results.tallies["MUST-FAIL"].failed = 0
     page = render_html(results)
     assert f'class="verdict {css}">\n  <div class="word">{verdict}<' in page
-    assert VERDICTS[verdict] in page
+    assert MEANINGS[verdict] in page
     assert schema_errors(results.to_json()) == []
 
 

@@ -77,7 +77,6 @@ OUTCOMES = (
     ),
 )  # fmt: skip
 
-BY_WORD = {o.word: o for o in OUTCOMES}
 #: Word -> exit code, for every way a run or command ends.
 EXIT_CODES = {o.word: o.exit_code for o in OUTCOMES}
 #: The words ``decide()`` gives (a run that started); "bad-input" ends a run before that.
@@ -87,7 +86,6 @@ MEANINGS = {o.word: o.meaning for o in OUTCOMES if o.meaning is not None}
 #: A shard's sentence about its own slice.
 SHARD_MEANINGS = {o.word: o.in_a_shard for o in OUTCOMES if o.in_a_shard is not None}
 
-PASSED = EXIT_CODES["passed"]
 BAD_INPUT = EXIT_CODES["bad-input"]
 ERROR = EXIT_CODES["error"]
 NO_VERDICT = EXIT_CODES["no-verdict"]
