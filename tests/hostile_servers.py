@@ -264,7 +264,10 @@ class HeldBySlowRequest:
     an ``n: 129`` it accepted while healthy streams queued behind it.
 
     A request whose prompt is ``"hold"`` takes the slot for ``hold`` seconds (``arrived``
-    is set once it holds it), then answers a completion. A stream answers its head and
+    is set once it holds it), then answers a completion; it keeps the slot that long even
+    when its client left (the work goes on, as llama-cpp-python's and FastChat's did).
+    Another request that is not a stream (the suite's minimal request) waits for the slot,
+    then answers a completion. A stream answers its head and
     first event at once, then waits for the slot to send the rest, writing an SSE comment
     every ``keepalive`` seconds meanwhile if set; one whose client went away is dropped.
     With ``cut_after``, a stream that waited that long is cut (a reset), as a proxy that
@@ -286,6 +289,11 @@ class HeldBySlowRequest:
                 self.arrived.set()
                 server.stopping.wait(self.hold)
                 respond("200 OK", HELD_COMPLETION)(server, conn, request)
+            return
+        if b'"stream": true' not in request:
+            with self.slot:
+                if not gone(conn):
+                    respond("200 OK", HELD_COMPLETION)(server, conn, request)
             return
         conn.sendall(head(content_type="text/event-stream", Transfer_Encoding="chunked"))
         conn.sendall(chunked(HELD_CHUNK))

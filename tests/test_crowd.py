@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import threading
 from collections.abc import Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from hostile_servers import HeldBySlowRequest, Servers, silent
+from hostile_servers import HeldBySlowRequest, RawServer, Servers, gone, silent
 from support import API_KEY, MODEL, case, meta_of
 
 from conformance.judging.case import Case
@@ -29,9 +30,11 @@ from conformance.judging.checks.liveness import HEALTH_TAG
 from conformance.judging.run_info import SentAlone
 from conformance.judging.spec import load_spec
 from conformance.reference import ReferenceServer
-from conformance.run.client import Client, Limits
+from conformance.run.client import Client, Limits, RetryPolicy
 from conformance.run.engine import Run
 from conformance.run.session import Sent, Settings
+
+HOLDS = Case({"model": MODEL, "prompt": "hold", "max_tokens": 4}, label="the slow one")
 
 
 @pytest.fixture
@@ -76,9 +79,9 @@ def test_a_wait_behind_work_the_client_left_is_not_charged(serve: Servers) -> No
     """The n: 129 outlasts the first-byte bound, in the crowd and alone: its time-out
     stands, and the target keeps working on both copies after the client left them, as
     FastChat did. The stream that waited behind it goes alone after it (the first started
-    goes alone first), waits behind that left work again, and goes alone once more when
-    the work may be done: answered, it is not charged (before: a second HTTP-COMPLETE
-    finding, which its replay on a fresh server refuted), and it names the n: 129."""
+    goes alone first), once the target answered the minimal request: answered, it is not
+    charged (before: a second HTTP-COMPLETE finding, which its replay on a fresh server
+    refuted), and it names the n: 129."""
     behaviour = HeldBySlowRequest(hold=1.0)
     server = serve.start(behaviour)
     spec = load_spec("aihubmix")
@@ -102,18 +105,78 @@ def test_a_wait_behind_work_the_client_left_is_not_charged(serve: Servers) -> No
     assert [ex.evidence.case for ex in complete.examples] == ["n:maximum: n=129"]
     [entry] = item.results.info.sent_alone or ()
     assert entry.held_by is not None and entry.held_by.startswith("'n:maximum: n=129'")
-    assert "it met a bound again behind 'n:maximum: n=129'" in entry.note
-    assert "sent alone once more when that work may have been done, answered" in entry.note
+    assert "sent again alone once the target answered the minimal request" in entry.note, entry.note
+    assert client.stats.free_probes >= 2
+
+
+def test_left_work_that_outlasts_the_clients_wait_is_waited_out(serve: Servers) -> None:
+    """llama-cpp-python spent about 75 s on each unlimited max_tokens: 0 answer and went on
+    for 45 s after the client left at 30 s: the stream behind it met its bound alone too,
+    and again when sent "as long again" later (before: a false alarm on 7 healthy requests
+    of 9). Here the slow request holds the one slot five times the first-byte bound; the
+    stream goes alone only once the minimal request is answered, and is answered."""
+    behaviour = HeldBySlowRequest(hold=2.0)
+    server = serve.start(behaviour)
+    client = Client(server.url, api_key=API_KEY, limits=Limits(ttfb=0.4, gap=0.3, total=5),
+                    concurrency=4)  # fmt: skip
+    client.probe_with(case())
+    with ThreadPoolExecutor(4) as pool:
+        slow = pool.submit(client.send, HOLDS)
+        assert behaviour.arrived.wait(5)
+        stream = pool.submit(client.send, case(stream=True)).result()
+    client.close()
+    assert slow.result().bound == "ttfb"
+    assert "met a bound again (ttfb): the finding stands" in slow.result().notes[0]
+    assert (stream.status, stream.bound, stream.events[-1].data) == (200, None, "[DONE]")
+    assert stream.sent_alone is not None and "once the target answered" in stream.sent_alone
+    assert "the target was held by 'the slow one'" in stream.sent_alone
+
+
+class NeverAnswersABodyThatIsNotJSON(HeldBySlowRequest):
+    """As HeldBySlowRequest, but a body that is not JSON is never answered: Prism waits for
+    the rest of it (prism-proxy)."""
+
+    def __call__(self, server: RawServer, conn: socket.socket, request: bytes) -> None:
+        if request.endswith(b"not json"):
+            while not (gone(conn) or server.stopping.wait(0.01)):
+                pass
+            return
+        super().__call__(server, conn, request)
+
+
+def test_a_kind_of_request_never_answered_does_not_make_others_stand(serve: Servers) -> None:
+    """Two bodies that are not JSON met their bound alone (true: never answered): a third
+    time-out of that kind stands unsent, but a completion that met its bound behind a slow request
+    is still sent alone, and answered (before: "2 requests met such a bound alone too" made
+    12 healthy requests stand on prism-proxy)."""
+    behaviour = NeverAnswersABodyThatIsNotJSON(hold=1.0)
+    server = serve.start(behaviour)
+    client = Client(server.url, api_key=API_KEY, limits=Limits(ttfb=0.3, gap=0.3, total=5),
+                    concurrency=4)  # fmt: skip
+    client.probe_with(case())
+    raw = [Case({}, mode="invalid", raw_body=b"not json", label=f"raw {i}") for i in range(3)]
+    with ThreadPoolExecutor(4) as pool:
+        *malformed, third = [f.result() for f in [pool.submit(client.send, c) for c in raw]]
+        slow = pool.submit(client.send, HOLDS)
+        assert behaviour.arrived.wait(5)
+        healthy = pool.submit(client.send, case()).result()
+    client.close()
+    assert all("met a bound again (ttfb): the finding stands" in ex.notes[0] for ex in malformed)
+    assert slow.result().bound == "ttfb"
+    assert (healthy.status, healthy.bound) == (200, None) and healthy.sent_alone is not None
+    assert third.bound == "ttfb" and "not sent again alone: 2 requests of its kind" in third.notes[0]
+    assert "a body that is not JSON" in third.notes[0]
 
 
 def test_a_request_the_target_never_answers_stands_after_the_wait(serve: Servers) -> None:
-    """The other way: two requests the target never answers (Prism waits for the rest of a
-    body that is not JSON). The second met its bound alone behind the first's left work,
-    goes alone once more after it, and meets it again: both findings stand."""
+    """The other way: a target that answers nothing, not even the minimal request. The
+    first time-out goes alone once the wait for a free target ran out, and meets its bound
+    again; the second stands without a wait of its own: both findings stand, and the wait
+    is bounded (RetryPolicy.free_wait)."""
     server = serve.start(silent)
     spec = load_spec("aihubmix")
     client = Client(server.url, api_key=API_KEY, limits=Limits(ttfb=0.3, gap=0.2, total=5),
-                    concurrency=4)  # fmt: skip
+                    concurrency=4, retry=RetryPolicy(free_wait=1.0))  # fmt: skip
     run = Run(Settings(concurrency=4), spec, client)
     item = run.item()
     try:
@@ -126,8 +189,11 @@ def test_a_request_the_target_never_answers_stands_after_the_wait(serve: Servers
     complete = item.results.tallies["HTTP-COMPLETE"]
     assert (complete.checked, complete.failed) == (2, 2)
     assert not item.results.info.sent_alone
-    notes = [note for ex in judged if ex is not None for note in ex.notes]
-    assert any("once more" in note and "the finding stands" in note for note in notes)
+    notes = " ".join(note for ex in judged if ex is not None for note in ex.notes)
+    assert "after the target answered no minimal request in" in notes
+    assert "the finding stands" in notes
+    assert "earlier in the run the target answered no minimal request within 1 s" in notes
+    assert client.throttle.unresponsive == 1.0
 
 
 class HoldsTheKillersAnswer:
@@ -227,19 +293,3 @@ def test_the_requests_answered_alone_reach_the_run_and_its_closing_lines() -> No
     lines = sent_alone_lines(run)
     assert lines[0].startswith("sent again alone: 3 request(s)")
     assert lines[1:] == [f"the target was held by: {held}"]
-
-
-def test_sends_once_more_after_left_work_stop_when_that_work_outlasts_them() -> None:
-    """Once two sends once more after left work met their bound again, none answered, no
-    more are sent (llama-cpp-python's unlimited answers outlast any wait); the client's
-    count of requests answered alone is not counted twice."""
-    from conformance.run.resend import BEHIND
-    from conformance.run.throttle import Pacer, Throttle
-
-    throttle = Throttle(4, Pacer(None))
-    for _ in range(2):
-        assert throttle.resend_alone(BEHIND)
-        throttle.judged_alone(BEHIND, answered=False, counted=False)
-    assert not throttle.resend_alone(BEHIND)
-    throttle.judged_alone(BEHIND, answered=True, counted=False)
-    assert throttle.resend_alone(BEHIND) and throttle.answered_alone == 0

@@ -163,6 +163,19 @@ class Client:
         headers = self.headers_for(case)
         return self.paced(lambda: self._send_fresh_if_stale(case, headers, body), case)
 
+    def probe_with(self, case: Case) -> None:
+        """Send ``case``, the minimal request the target answers (the preflight's), to see
+        the target free before a send alone (``Throttle.wait_free``, resend.py)."""
+        body = self.encode(case)
+        headers = self.headers_for(case)
+
+        def probe() -> Exchange:
+            exchange = self._send_fresh_if_stale(case, headers, body)
+            self._scrub(exchange)
+            return exchange
+
+        self.throttle.probe = probe
+
     def get(self, path: str, case: Case) -> Exchange:
         """GET ``path`` of the target (``/v1/models``), paced, bounded and retried like a
         send; ``case`` names the request (its body is not sent)."""

@@ -106,6 +106,9 @@ class Run:
         self.health = Health(
             client.send, self._health_probe, client.throttle.in_flight_after_last_ok
         )
+        # The same minimal request shows the target free before a send alone (resend.py).
+        if (probe := self._health_probe()) is not None:
+            client.probe_with(probe)
 
     def _health_probe(self) -> Case | None:
         from conformance.run.preflight import PreflightFailed, probe_case

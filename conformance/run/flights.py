@@ -44,10 +44,6 @@ class Flight:
     waited_from: float | None = None
     #: The other flights in flight at some moment of this one (filled by ``Flights``).
     overlapped: list[Flight] = field(default_factory=list)
-    #: Sent alone, it met its bound again and the client left it: the target may still be
-    #: working on it (resend.py).
-    stood_alone: bool = False
-
     @property
     def crowded(self) -> bool:
         """Another request shared the target at some moment of this one."""
@@ -60,13 +56,6 @@ class Flight:
 
     def duration(self, now: float) -> float:
         return (self.ended if self.ended is not None else now) - self.started
-
-    @property
-    def free_by(self) -> float:
-        """When a target that kept working on it after the client left may be done: as long
-        again after it was left as the client had waited for it."""
-        assert self.ended is not None
-        return self.ended + (self.ended - self.started)
 
     def describe(self) -> str:
         """The request as a reader can find and resend it: its label and its body (short)."""
@@ -145,24 +134,6 @@ def holder(flight: Flight, now: float) -> Flight | None:
         if other.started <= began and (other.ended is None or other.ended >= flight.ended)
     ]
     return max(spanning, key=lambda other: other.duration(now), default=None)
-
-
-def left_working(flights: Iterable[Flight], flight: Flight) -> Flight | None:
-    """The request the target may still have been working on when ``flight`` went alone:
-    of another case, one that met its bound alone too and that the client left (FastChat
-    kept generating the 129 choices of an ``n: 129`` after the client gave up, and a healthy
-    stream sent alone next waited behind them), ended before ``flight`` started by less
-    than it had been in flight (the target may work on it as long again: ``free_by``).
-    The last one left."""
-    left = [
-        other
-        for other in flights
-        if other.stood_alone
-        and other.case is not flight.case
-        and other.ended is not None
-        and other.ended <= flight.started < other.free_by
-    ]
-    return max(left, key=lambda other: other.ended or 0.0, default=None)
 
 
 def in_flight_since(flights: Iterable[Flight], since: float, until: float) -> list[Flight]:

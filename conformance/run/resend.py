@@ -12,18 +12,26 @@ hold for all, and every retry is counted. Two kinds of answer are sent again:
   gateway that refuses every third request without saying for how long (LiteLLM's
   router) thus still gets its answers.
 * **a bound that load can cause**, met while other requests were in flight: a time-out
-  (first byte, gap between reads, total time) or a connection cut. The time may have gone to the target's queue, not to this request (FastChat spent
-  28 s on an ``n: 129`` it accepted while seven healthy streams waited behind it). It is
-  sent once more alone (the first started first); it is a finding only if it meets a
-  bound alone too. Answered alone, the note names the request that held the target
-  (conformance/run/flights.py), and that request is judged on its own answer like any other.
-  Alone on the wire is not alone at the target when it still works on a request the
-  client left (FastChat kept generating the 129 choices of an ``n: 129`` whose time-out
-  stood alone, and a healthy stream sent alone next waited behind them): met alone less
-  than that request's own wait after it was left, the bound sends it once more alone,
-  once that work may be done (``Flight.free_by``), until two such sends met their bound
-  again and none was answered (``BEHIND``). A byte or event bound is the answer's
-  own size: the same alone, never sent again.
+  (first byte, gap between reads, total time) or a connection cut. The time may have gone
+  to the target's queue, not to this request (FastChat spent 28 s on an ``n: 129`` it
+  accepted while seven healthy streams waited behind it). It is sent once more alone
+  (the first started first); it is a finding only if it meets a bound alone too.
+  Answered alone, the note names the request that held the target
+  (conformance/run/flights.py), and that request is judged on its own answer like any
+  other. Alone on the wire is not alone at the target while it still works on requests
+  the client left: FastChat kept generating the 129 choices of an ``n: 129`` after the
+  client gave up, llama-cpp-python the thousands of tokens of an unlimited
+  ``max_tokens: 0``, minutes after the client gave up on it. How long that work lasts
+  cannot be told from outside, only measured: before the send alone, the minimal request
+  (the preflight's, ``Throttle.probe``) is sent alone until it is answered, within
+  ``RetryPolicy.free_wait``, so the send alone meets a target shown free. A target that
+  answers no minimal request within that wait is not serving: that send's bound stands,
+  and later ones stand without a wait of their own. Once two requests of one kind (the
+  same mode, streamed or not, a JSON body or not) met their bound again alone, on a
+  target shown free, and none was answered, that kind is the target's (Prism never
+  answers a body that is not JSON): later ones of that kind stand without being sent
+  again; other kinds still are. A byte or event bound is the answer's own size: the
+  same alone, never sent again.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from email.utils import parsedate_to_datetime
 from conformance.judging.case import Case
 from conformance.judging.exchange import Exchange
 from conformance.run.flights import Flight, holder
-from conformance.run.throttle import REPEATS_TO_STAND, Throttle
+from conformance.run.throttle import REPEATS_TO_STAND, Free, Throttle, request_kind
 
 # Statuses a careful client waits out when the target says how long to wait.
 RETRYABLE = (429, 503)
@@ -48,10 +56,6 @@ RETRYABLE = (429, 503)
 LOAD_BOUNDS = ("ttfb", "gap", "total")
 #: A connection cut (a reset, an end of stream, a refused connection), as a kind of bound.
 CUT = "cut"
-#: Sends alone once more after work a client left (``Throttle.wait_behind``), as a kind of
-#: bound: once two met their bound again and none was answered, that work outlasts the
-#: wait (llama-cpp-python's unlimited ``max_tokens: 0`` answers), and no more are sent.
-BEHIND = "behind"
 #: The back-off's jitter has a generator of its own: drawing from the global one while
 #: Hypothesis generates cases on another thread would change its state under it.
 _JITTER = random.Random()
@@ -59,10 +63,14 @@ _JITTER = random.Random()
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """How long a rate-limited target is waited for before the run gives up."""
+    """How long a rate-limited or busy target is waited for before the run gives up."""
 
     max_retries: int = 3
     max_wait: float = 30.0
+    #: How long a send about to go alone waits for the target to answer the minimal
+    #: request (the work the client left done): llama-cpp-python, one slot, spent about
+    #: 75 s on each unlimited ``max_tokens: 0`` answer, 45 s of it after the client left.
+    free_wait: float = 240.0
     #: When the target does not say how long to wait: the openai SDK's back-off
     #: (INITIAL_RETRY_DELAY, MAX_RETRY_DELAY in openai/_constants.py).
     initial_backoff: float = 0.5
@@ -128,16 +136,21 @@ def paced(
     limited_retries = 0  # rate limits waited out: the back-off's exponent
     throttled: list[Exchange] = []  # the 429 answers waited out
     crowd: tuple[Exchange, Flight, str] | None = None  # what it met beside others
-    behind: Flight | None = None  # work the target may have kept doing for a client that left
+    free: Free | None = None  # what the wait for a free target showed, before the send alone
     while True:
         flight = throttle.acquire(
-            case, alone=crowd is not None, crowded=crowd[1] if crowd is not None else None
+            case,
+            alone=crowd is not None,
+            crowded=crowd[1] if crowd is not None else None,
+            retry=limited_retries > 0,
         )
-        if crowd is not None and retries == 1 and not throttle.resend_alone(crowd[2]):
-            # While it waited for its turn alone, others met their bound again alone: the
-            # target is silent, not busy. This one's bound stands, without another wait.
-            throttle.cancel(flight)
-            return _stands(crowd[0], crowd[2])
+        if crowd is not None and free is None:
+            if not throttle.resend_alone(crowd[2], case):
+                # While it waited for its turn alone, the target showed it does not answer
+                # this kind of request alone either: its bound stands, without a wait.
+                throttle.cancel(flight)
+                return _stands(crowd[0], crowd[2], throttle)
+            free = throttle.wait_free(flight, policy.free_wait)
         exchange: Exchange | None = None
         limited = again = False
         kind: str | None = None
@@ -147,7 +160,7 @@ def paced(
             delay = retry_after(exchange)
             limited = exchange.status == 429 or delay is not None
             kind = None if crowd is not None else load_cut(exchange)
-            again = kind is not None and flight.crowded and throttle.resend_alone(kind)
+            again = kind is not None and flight.crowded and throttle.resend_alone(kind, case)
         finally:
             throttle.release(flight, exchange, rate_limited=limited, again_alone=again)
         if again:
@@ -156,20 +169,13 @@ def paced(
             retries += 1
             continue
         if kind is not None and flight.crowded:
-            _stands(exchange, kind)
-        if crowd is not None and behind is None and load_cut(exchange) is not None:
-            # Alone on the wire, not at the target, when it still works on a request the
-            # client left: once that work may be done, it goes alone once more.
-            behind = throttle.left_working(flight) if throttle.resend_alone(BEHIND) else None
-            if behind is not None:
-                throttle.wait_behind(crowd[1], behind.free_by)
-                retries += 1
-                continue
+            _stands(exchange, kind, throttle)
         wait = _rate_limit_wait(exchange, delay, limited_retries, waited, policy)
         if wait is None:
             exchange.throttled = throttled
             if crowd is not None:
-                _judged_alone(throttle, exchange, *crowd, alone=flight, behind=behind)
+                assert free is not None
+                _judged_alone(throttle, exchange, *crowd, free=free)
             return exchange
         if exchange.status == 429:
             throttled.append(exchange)  # waited out, and still judged (checks.ratelimit)
@@ -184,11 +190,19 @@ def paced(
             sleep(wait)
 
 
-def _stands(exchange: Exchange, kind: str) -> Exchange:
+def _stands(exchange: Exchange, kind: str, throttle: Throttle) -> Exchange:
+    if throttle.unresponsive is not None:
+        why = (
+            f"earlier in the run the target answered no minimal request within "
+            f"{throttle.unresponsive:.0f} s"
+        )
+    else:
+        why = (
+            f"{REPEATS_TO_STAND} requests of its kind ({request_kind(exchange.case)}) met "
+            f"such a bound ({kind}) alone too, on a target shown free, and none was answered"
+        )
     exchange.notes.append(
-        f"{_what(exchange)} while other requests were in flight; not sent again alone: "
-        f"{REPEATS_TO_STAND} requests met such a bound ({kind}) alone too, and none was "
-        "answered alone"
+        f"{_what(exchange)} while other requests were in flight; not sent again alone: {why}"
     )
     return exchange
 
@@ -206,44 +220,28 @@ def _rate_limit_wait(
 
 
 def _judged_alone(
-    throttle: Throttle,
-    exchange: Exchange,
-    crowded: Exchange,
-    flight: Flight,
-    kind: str,
-    *,
-    alone: Flight,
-    behind: Flight | None,
-) -> None:
+    throttle: Throttle, exchange: Exchange, crowded: Exchange, flight: Flight, kind: str, *,
+    free: Free,
+) -> None:  # fmt: skip
     """Note what sending alone showed: answered (not a finding; who held the target), or
-    the bound met again (the finding stands). ``behind``: the first send alone waited
-    behind work the target kept doing for a client that left, and this is the next one."""
+    the bound met again (the finding stands). ``free``: how the target was shown free
+    before the send alone."""
     others = len(flight.overlapped)
     first = f"{_what(crowded)} while {others} other request(s) were in flight"
-    sent = "sent again alone"
-    if behind is not None:
-        first += (
-            f"; sent again alone, it met a bound again behind {behind.describe()}, which met "
-            "its bound alone too and which the target may still have been working on"
-        )
-        sent = "sent alone once more when that work may have been done"
+    sent = f"sent again alone{free.describe()}"
     # Alone, any bound (its own size too) or cut: the crowd was not the cause.
     again = load_cut(exchange) or exchange.bound
-    throttle.judged_alone(kind, answered=again is None)
-    if behind is not None:
-        throttle.judged_alone(BEHIND, answered=again is None, counted=False)
+    throttle.judged_alone(kind, exchange.case, answered=again is None, free=free.answered)
     if again is not None:
-        alone.stood_alone = True
-        exchange.notes.append(
-            f"{first}; {sent}, it met a bound again ({again}): the finding stands"
-        )
+        exchange.notes.append(f"{first}; {sent}, it met a bound again ({again}): the finding stands")
         return
     account = f"{first}; {sent}, answered in {exchange.elapsed:.1f} s: not a finding"
-    held = behind or holder(flight, time.monotonic())
+    held = holder(flight, time.monotonic())
     if held is not None:
         exchange.held_by = held.describe()
-        account += f"; the target was held by {exchange.held_by}"
-        if behind is None:
-            account += f", in flight {held.duration(time.monotonic()):.1f} s through the whole wait"
+        account += (
+            f"; the target was held by {exchange.held_by}, in flight "
+            f"{held.duration(time.monotonic()):.1f} s through the whole wait"
+        )
     exchange.notes.append(account)
     exchange.sent_alone = account

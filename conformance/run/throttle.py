@@ -12,7 +12,10 @@ across threads:
   size), is halved on a rate-limit answer (once per back-off window: answers to sends
   that started before the last cut do not cut again) and grows by one after ``limit``
   successes in a row: AIMD, as TCP does, so a target that rate-limits by concurrency
-  settles near what it accepts. After a drop to 1 (a time-out in a crowd, below) it
+  settles near what it accepts. The limit a rate limit refused is probed again only
+  after ``REPROBE`` times as many successes: a target that serves 2 at once would
+  otherwise refuse every fourth request (1, 2, 3: refused, 1, ...), and one request
+  whose retries kept landing on the probe ran out of them. After a drop to 1 (a time-out in a crowd, below) it
   grows by one per success up to half the limit it dropped from, TCP's slow start: one
   request that held the target for a while must not keep the rest of the run at a
   fraction of its capacity. When the gate reopens, only ``limit`` waiters go.
@@ -20,9 +23,14 @@ across threads:
   other sends were in flight may have spent its time in the target's queue (llama-cpp-
   python serves one request at a time; FastChat spent 28 s on one request while streams
   waited): the limit drops to 1, and the client sends it once more *alone*, admitted
-  only when nothing else is in flight and admitting nothing beside it. Once two requests
-  met their bound again alone and none was answered alone, that kind of bound is the
-  target's, not its queue's: later ones stand without a second wait (``resend_alone``).
+  only when nothing else is in flight and admitting nothing beside it, once the target
+  answered the minimal request (``wait_free``: work the client left is done). Once two
+  requests of one kind met their bound again alone and none was answered alone, that
+  kind of bound is the target's for that kind of request, not its queue's: later ones
+  stand without a second wait (``resend_alone``).
+* **retries first**: a send that waits to go again after a rate limit goes before any
+  fresh send, so that the requests a rate limit refused are not refused again and again
+  while the limit settles (one ran out of its retries while fresh sends took the slots).
 
 Each send is a ``Flight`` (conformance/run/flights.py): the flights in flight together know
 each other, which names the request that held the target, or was in flight when it died.
@@ -38,11 +46,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from conformance.judging.case import Case
 from conformance.judging.exchange import Exchange
-from conformance.run.flights import Flight, Flights, in_flight_since, left_working
+from conformance.run.flights import Flight, Flights, in_flight_since
 
 
 class Pacer:
@@ -78,14 +87,51 @@ class ClientStats:
     rate_limited: int  # answers that were rate-limit signals (429, or 503 + Retry-After)
     queue_retries: int  # time-outs and cut streams met beside other sends, sent again alone
     answered_alone: int  # of those, answered when sent alone (not findings)
+    free_probes: int  # minimal requests sent to see the target free before a send alone
 
     def to_dict(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in self.__slots__}
 
 
-#: A kind of bound that met its bound again alone this many times, with none answered
-#: alone, is the target's: later ones stand without being sent again.
+#: A kind of bound that this many requests of one kind met again alone, with none
+#: answered alone, is the target's for that kind: later ones stand without being sent again.
 REPEATS_TO_STAND = 2
+#: Between two minimal requests that failed without a bound (a refused connection).
+PROBE_PAUSE = 0.5
+
+
+def request_kind(case: Case | None) -> str:
+    """The kind of request the rule of repeats counts by: Prism never answers a body that
+    is not JSON, which says nothing of how it answers a completion."""
+    if case is None:
+        return "a request"
+    body = "a body that is not JSON" if case.raw_body is not None else "a JSON body"
+    return f"{case.mode}, {'streamed' if case.stream else 'not streamed'}, {body}"
+
+
+@dataclass(frozen=True, slots=True)
+class Free:
+    """What the wait for a free target showed before a send alone."""
+
+    answered: bool  # the minimal request was answered (False: not within the wait)
+    waited: float = 0.0
+    probes: int = 0  # 0: no minimal request is known (a bare client), none was sent
+
+    def describe(self) -> str:
+        """For the send alone's note: how the target was shown free, if it had to be."""
+        if not self.probes:
+            return ""
+        if not self.answered:
+            return (
+                f" after the target answered no minimal request in {self.waited:.1f} s "
+                f"({self.probes} sent)"
+            )
+        return (
+            f" once the target answered the minimal request ({self.waited:.1f} s, "
+            f"{self.probes} sent)"
+        )
+#: How many times more successes it takes to grow back to a limit a rate limit refused.
+REPROBE = 4
 
 
 class Throttle:
@@ -109,6 +155,7 @@ class Throttle:
         self._in_flight = 0
         self._peak = 0
         self._alone_waiting = 0  # sends waiting to go alone: nothing else is admitted
+        self._retries_waiting = 0  # sends waiting to go again after a rate limit: first
         # The crowded flights to be sent again alone: they go in the order they first
         # started, so that a request that held the target is judged before those that
         # waited behind it (resend.py excuses these by it).
@@ -116,10 +163,17 @@ class Throttle:
         self._alone: Flight | None = None  # the send in flight alone
         self._gate_until = 0.0  # monotonic time before which no send starts
         self._last_cut = 0.0  # monotonic time of the last halving
+        self._refused_at = self.ceiling + 1  # the limit a rate limit last refused
         self._successes = 0
         self.flights = Flights()
-        #: Per kind of bound: [met again alone, answered alone].
-        self._alone_outcomes: dict[str, list[int]] = {}
+        #: Per kind of bound and kind of request: [met again alone, answered alone].
+        self._alone_outcomes: dict[tuple[str, str], list[int]] = {}
+        #: Sends the minimal request (the preflight's) bypassing the throttle, to see the
+        #: target free before a send alone (``wait_free``); None: not known.
+        self.probe: Callable[[], Exchange] | None = None
+        #: The wait within which the target answered no minimal request, if it once did not.
+        self.unresponsive: float | None = None
+        self.free_probes = 0
         self.requests_sent = 0
         self.retries = 0
         self.reconnects = 0
@@ -128,13 +182,19 @@ class Throttle:
         self.answered_alone = 0
 
     def acquire(
-        self, case: Case | None = None, *, alone: bool = False, crowded: Flight | None = None
+        self,
+        case: Case | None = None,
+        *,
+        alone: bool = False,
+        crowded: Flight | None = None,
+        retry: bool = False,
     ) -> Flight:
         """Wait until a send may start; returns its Flight (the ticket for ``release``).
 
         ``alone``: wait until nothing else is in flight, and admit nothing beside it;
         ``crowded``: the flight it repeats (released with ``again_alone``), which waits its
-        turn among those to be sent alone, the first started first.
+        turn among those to be sent alone, the first started first; ``retry``: it goes
+        again after a rate limit, before any fresh send.
         """
         self._let_go()
         with self._cond:
@@ -146,6 +206,12 @@ class Throttle:
                     self._alone_waiting -= 1
                     if crowded in self._alone_queue:
                         self._alone_queue.remove(crowded)
+            elif retry:
+                self._retries_waiting += 1
+                try:
+                    self._admit(alone=False, retry=True)
+                finally:
+                    self._retries_waiting -= 1
             else:
                 self._admit(alone=False)
             self._in_flight += 1
@@ -163,25 +229,27 @@ class Throttle:
             flight.started = time.monotonic()
         return flight
 
-    def _admit(self, *, alone: bool, turn: Flight | None = None) -> None:
+    def _admit(self, *, alone: bool, turn: Flight | None = None, retry: bool = False) -> None:
         while True:
             wait = self._gate_until - time.monotonic()
             if wait > 0:
                 self._cond.wait(wait)
-            elif self._blocked(alone=alone, turn=turn):
+            elif self._blocked(alone=alone, turn=turn, retry=retry):
                 self._cond.wait()
             else:
                 return
 
-    def _blocked(self, *, alone: bool, turn: Flight | None = None) -> bool:
+    def _blocked(self, *, alone: bool, turn: Flight | None = None, retry: bool = False) -> bool:
         """A send that goes alone is in flight; or, alone: something else is in flight, or
         a crowded flight that started before ``turn`` waits to go alone; or not alone: one
-        waits to go alone, or the limit is reached."""
+        waits to go alone, or the limit is reached, or (a fresh send) a retry waits."""
         if self._alone is not None:
             return True
         if alone:
             first = min(self._alone_queue, key=lambda f: f.started, default=None)
             return self._in_flight > 0 or (first is not None and first is not turn)
+        if not retry and self._retries_waiting:
+            return True
         return bool(self._alone_waiting) or self._in_flight >= self._limit
 
     def release(
@@ -216,6 +284,7 @@ class Throttle:
                 # One cut per window: sends already in flight when we cut answer from
                 # the old load, and cutting again for each would collapse the limit.
                 if flight.started >= self._last_cut:
+                    self._refused_at = self._limit
                     self._limit = self._threshold = max(1, self._limit // 2)
                     self._min_limit = min(self._min_limit, self._limit)
                     self._last_cut = time.monotonic()
@@ -224,6 +293,8 @@ class Throttle:
                 # Below the threshold, one more per success (the limit doubles per round:
                 # TCP's slow start); above it, one more per round (``limit`` successes).
                 step = 1 if self._limit < self._threshold else self._limit
+                if self._limit + 1 >= self._refused_at:
+                    step *= REPROBE
                 if self._successes >= step and self._limit < self.ceiling:
                     self._limit += 1
                     self._successes = 0
@@ -239,21 +310,33 @@ class Throttle:
             self.flights.forget(flight)
             self._cond.notify_all()
 
-    def wait_behind(self, crowded: Flight, until: float) -> None:
-        """``crowded``, sent again alone, met its bound behind work the target may still be
-        doing for a client that left: no send starts before ``until`` (the gate), then it
-        goes alone again in its turn."""
-        with self._cond:
-            self._gate_until = max(self._gate_until, until)
-            self._alone_queue.append(crowded)
-            self._cond.notify_all()
-
-    def left_working(self, flight: Flight) -> Flight | None:
-        """The request the target may still have been working on when ``flight`` went
-        alone (flights.left_working)."""
-        with self._cond:
-            flights = list(self.flights.history)
-        return left_working(flights, flight)
+    def wait_free(self, flight: Flight, wait: float) -> Free:
+        """``flight`` goes alone: first send the minimal request until the target answers
+        it (whatever it was still doing for requests the client left is then done), for at
+        most ``wait`` seconds. Nothing else is admitted meanwhile (``flight`` holds the
+        turn alone); its start is then moved to after the wait."""
+        if self.probe is None:
+            return Free(answered=True)
+        began = time.monotonic()
+        probes = 0
+        while True:
+            exchange = self.probe()
+            probes += 1
+            with self._cond:
+                self.requests_sent += 1
+                self.free_probes += 1
+            waited = time.monotonic() - began
+            if exchange.status is not None and exchange.bound is None:
+                break
+            if waited >= wait:
+                with self._cond:
+                    self.unresponsive = wait
+                break
+            if exchange.bound is None:  # failed at once (refused): not a busy loop
+                time.sleep(min(PROBE_PAUSE, wait - waited))
+        flight.started = time.monotonic()
+        answered = exchange.status is not None and exchange.bound is None
+        return Free(answered=answered, waited=waited, probes=probes)
 
     def in_flight_after_last_ok(self, until: float) -> list[Flight]:
         """The flights on the wire between the last normal answer that ended before
@@ -267,21 +350,27 @@ class Throttle:
         )
         return in_flight_since(flights, last_ok, until)
 
-    def resend_alone(self, kind: str) -> bool:
-        """Whether a ``kind`` of bound met beside other sends is still sent again alone: not
-        once REPEATS_TO_STAND of them met it again alone and none was answered alone."""
+    def resend_alone(self, kind: str, case: Case | None) -> bool:
+        """Whether a ``kind`` of bound met beside other sends by ``case`` is still sent
+        again alone: not once the target answered no minimal request within the wait, nor
+        once REPEATS_TO_STAND requests of its kind met it again alone and none was answered
+        alone."""
         with self._cond:
-            repeated, answered = self._alone_outcomes.get(kind, (0, 0))
+            if self.unresponsive is not None:
+                return False
+            repeated, answered = self._alone_outcomes.get((kind, request_kind(case)), (0, 0))
             return answered > 0 or repeated < REPEATS_TO_STAND
 
-    def judged_alone(self, kind: str, *, answered: bool, counted: bool = True) -> None:
-        """A send that met ``kind`` beside others was sent alone: answered, or met it again
-        (``counted``: in the client's stats; a send already counted under another kind not)."""
+    def judged_alone(
+        self, kind: str, case: Case | None, *, answered: bool, free: bool = True
+    ) -> None:
+        """A send of ``case`` that met ``kind`` beside others was sent alone: answered, or
+        met it again (counted towards the rule of repeats only on a target shown free)."""
         with self._cond:
-            outcome = self._alone_outcomes.setdefault(kind, [0, 0])
-            outcome[1 if answered else 0] += 1
-            if counted:
-                self.answered_alone += answered
+            self.answered_alone += answered
+            if answered or free:
+                outcome = self._alone_outcomes.setdefault((kind, request_kind(case)), [0, 0])
+                outcome[1 if answered else 0] += 1
 
     def back_off(self, seconds: float, *, shared: bool = True) -> None:
         """Count one rate-limited send waited out; ``shared`` (a Retry-After): close the
@@ -328,4 +417,5 @@ class Throttle:
                 rate_limited=self.rate_limited,
                 queue_retries=self.queue_retries,
                 answered_alone=self.answered_alone,
+                free_probes=self.free_probes,
             )
