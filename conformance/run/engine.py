@@ -30,7 +30,7 @@ from conformance.judging.requirements import REGISTRY, Requirement
 from conformance.judging.results import Results, tokens_used
 from conformance.judging.spec import Spec
 from conformance.run.client import Client
-from conformance.run.health import DOWN_NOTE, Health
+from conformance.run.health import DOWN_NOTE, Health, as_health_probe
 from conformance.run.item import ItemOutcome, ItemRun
 from conformance.run.schedule import Slots
 from conformance.run.session import (
@@ -103,12 +103,15 @@ class Run:
         self._shared_lock = threading.Lock()
         # Whether the target still serves (conformance/run/health.py): probed after answers a
         # dead target gives; once down, nothing more is sent or judged.
+        throttle = client.throttle
         self.health = Health(
-            client.send, self._health_probe, client.throttle.in_flight_after_last_ok
-        )
-        # The same minimal request shows the target free before a send alone (resend.py).
+            client.send, self._health_probe, throttle.in_flight_after_last_ok,
+            lambda: throttle.stopped,
+        )  # fmt: skip
+        # The same minimal request shows the target free before a send alone (resend.py);
+        # one that is never answered is the health probe that found the target stopped.
         if (probe := self._health_probe()) is not None:
-            client.probe_with(probe)
+            client.probe_with(as_health_probe(probe))
 
     def _health_probe(self) -> Case | None:
         from conformance.run.preflight import PreflightFailed, probe_case

@@ -44,6 +44,7 @@ class Flight:
     waited_from: float | None = None
     #: The other flights in flight at some moment of this one (filled by ``Flights``).
     overlapped: list[Flight] = field(default_factory=list)
+
     @property
     def crowded(self) -> bool:
         """Another request shared the target at some moment of this one."""

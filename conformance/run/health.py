@@ -32,6 +32,7 @@ from conformance.judging.case import Case
 from conformance.judging.checks.liveness import HEALTH_TAG, alive
 from conformance.judging.exchange import Exchange
 from conformance.run.flights import Flight
+from conformance.run.throttle import Stopped
 
 MAX_HEALTHY = 3
 DOWN_NOTE = "the target stopped serving (TARGET-ALIVE): not sent"
@@ -45,6 +46,11 @@ def suspicious(case: Case, exchange: Exchange) -> bool:
     if status is None:
         return exchange.bound is None  # a bound hit is HTTP-COMPLETE's, not a death
     return status == 404 or status >= 500
+
+
+def as_health_probe(probe: Case) -> Case:
+    """The minimal request, as the probe of whether the target still serves."""
+    return replace(probe, label="health probe", tags=frozenset({HEALTH_TAG}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +91,12 @@ class Health:
         send: Callable[[Case], Exchange],
         probe: Callable[[], Case | None],
         in_flight: InFlight | None = None,
+        stopped: Callable[[], Stopped | None] = lambda: None,
     ) -> None:
         self._send = send
         self._probe = probe
         self._in_flight = in_flight
+        self._stopped = stopped
         self._lock = threading.Lock()
         self.down: Down | None = None
         self._reported = False
@@ -99,6 +107,14 @@ class Health:
 
         ``take`` takes a request of the budget for a probe (False: none left, no probe)."""
         if self.down is not None:
+            return True
+        if (stopped := self._stopped()) is not None:
+            # The client waited for the target to answer the minimal request before a send
+            # alone, and it answered none within that wait (resend.py): it stopped serving.
+            with self._lock:
+                if self.down is None:
+                    flights = self._in_flight(stopped.at) if self._in_flight is not None else []
+                    self.down = Down(stopped.probe, exchange, tuple(flights))
             return True
         if not suspicious(case, exchange):
             return False
@@ -111,7 +127,7 @@ class Health:
             if probe is None or not take():
                 return False
             probed_at = time.monotonic()
-            answer = self._send(replace(probe, label="health probe", tags=frozenset({HEALTH_TAG})))
+            answer = self._send(as_health_probe(probe))
             if alive(answer):
                 self._healthy += 1
                 return False

@@ -25,8 +25,10 @@ hold for all, and every retry is counted. Two kinds of answer are sent again:
   cannot be told from outside, only measured: before the send alone, the minimal request
   (the preflight's, ``Throttle.probe``) is sent alone until it is answered, within
   ``RetryPolicy.free_wait``, so the send alone meets a target shown free. A target that
-  answers no minimal request within that wait is not serving: that send's bound stands,
-  and later ones stand without a wait of their own. Once two requests of one kind (the
+  answers no minimal request within that wait stopped serving (llama-cpp-python spent
+  many minutes on one streamed ``max_tokens: 0`` with a stop sequence, answering nobody):
+  the engine's health (conformance/run/health.py) reports it as TARGET-ALIVE, naming the
+  requests in flight, and nothing more is sent or judged. Once two requests of one kind (the
   same mode, streamed or not, a JSON body or not) met their bound again alone, on a
   target shown free, and none was answered, that kind is the target's (Prism never
   answers a body that is not JSON): later ones of that kind stand without being sent
@@ -147,10 +149,15 @@ def paced(
         if crowd is not None and free is None:
             if not throttle.resend_alone(crowd[2], case):
                 # While it waited for its turn alone, the target showed it does not answer
-                # this kind of request alone either: its bound stands, without a wait.
+                # this kind of request alone either (or stopped serving): its bound stands.
                 throttle.cancel(flight)
                 return _stands(crowd[0], crowd[2], throttle)
             free = throttle.wait_free(flight, policy.free_wait)
+            if not free.answered:
+                # It stopped serving (TARGET-ALIVE, conformance/run/health.py): the bound
+                # met in the crowd is not this request's; nothing more is sent.
+                throttle.cancel(flight)
+                return _stands(crowd[0], crowd[2], throttle)
         exchange: Exchange | None = None
         limited = again = False
         kind: str | None = None
@@ -191,10 +198,10 @@ def paced(
 
 
 def _stands(exchange: Exchange, kind: str, throttle: Throttle) -> Exchange:
-    if throttle.unresponsive is not None:
+    if throttle.stopped is not None:
         why = (
-            f"earlier in the run the target answered no minimal request within "
-            f"{throttle.unresponsive:.0f} s"
+            f"the target answered no minimal request within {throttle.stopped.wait:.0f} s: "
+            "it stopped serving"
         )
     else:
         why = (
@@ -233,7 +240,9 @@ def _judged_alone(
     again = load_cut(exchange) or exchange.bound
     throttle.judged_alone(kind, exchange.case, answered=again is None, free=free.answered)
     if again is not None:
-        exchange.notes.append(f"{first}; {sent}, it met a bound again ({again}): the finding stands")
+        exchange.notes.append(
+            f"{first}; {sent}, it met a bound again ({again}): the finding stands"
+        )
         return
     account = f"{first}; {sent}, answered in {exchange.elapsed:.1f} s: not a finding"
     held = holder(flight, time.monotonic())

@@ -130,6 +130,18 @@ class Free:
             f" once the target answered the minimal request ({self.waited:.1f} s, "
             f"{self.probes} sent)"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """The target answered no minimal request within ``wait`` seconds (``Throttle.wait_free``):
+    it stopped serving, at ``at`` (monotonic); ``probe``: the last one sent."""
+
+    probe: Exchange
+    at: float
+    wait: float
+
+
 #: How many times more successes it takes to grow back to a limit a rate limit refused.
 REPROBE = 4
 
@@ -171,8 +183,8 @@ class Throttle:
         #: Sends the minimal request (the preflight's) bypassing the throttle, to see the
         #: target free before a send alone (``wait_free``); None: not known.
         self.probe: Callable[[], Exchange] | None = None
-        #: The wait within which the target answered no minimal request, if it once did not.
-        self.unresponsive: float | None = None
+        #: The target answered no minimal request within the wait: it stopped serving.
+        self.stopped: Stopped | None = None
         self.free_probes = 0
         self.requests_sent = 0
         self.retries = 0
@@ -329,8 +341,12 @@ class Throttle:
             if exchange.status is not None and exchange.bound is None:
                 break
             if waited >= wait:
+                exchange.transport_error = (
+                    f"{exchange.transport_error or 'no answer'}; none of the {probes} sent "
+                    f"alone in {waited:.0f} s (the client's wait) was answered"
+                )
                 with self._cond:
-                    self.unresponsive = wait
+                    self.stopped = Stopped(exchange, time.monotonic(), wait)
                 break
             if exchange.bound is None:  # failed at once (refused): not a busy loop
                 time.sleep(min(PROBE_PAUSE, wait - waited))
@@ -356,7 +372,7 @@ class Throttle:
         once REPEATS_TO_STAND requests of its kind met it again alone and none was answered
         alone."""
         with self._cond:
-            if self.unresponsive is not None:
+            if self.stopped is not None:
                 return False
             repeated, answered = self._alone_outcomes.get((kind, request_kind(case)), (0, 0))
             return answered > 0 or repeated < REPEATS_TO_STAND
