@@ -202,6 +202,33 @@ def test_a_target_that_answers_no_minimal_request_stopped_serving(serve: Servers
     assert 3 <= client.stats.free_probes <= 5  # 0.3 s each, for 1 s: a bounded wait
 
 
+def test_a_request_that_holds_the_target_past_the_wait_is_named(serve: Servers) -> None:
+    """llama-cpp-python's shape: one valid request holds the one slot far longer than the
+    client waits for the minimal request. TARGET-ALIVE names it first of those in flight;
+    the stream that waited behind it is not charged to HTTP-COMPLETE."""
+    behaviour = HeldBySlowRequest(hold=4.0)
+    server = serve.start(behaviour)
+    spec = load_spec("aihubmix")
+    client = Client(server.url, api_key=API_KEY, limits=Limits(ttfb=0.4, gap=0.3, total=5),
+                    concurrency=4, retry=RetryPolicy(free_wait=1.0))  # fmt: skip
+    run = Run(Settings(concurrency=4), spec, client)
+    item = run.item()
+    try:
+        held = item.dispatch(HOLDS)
+        assert behaviour.arrived.wait(5)
+        stream = item.dispatch(case(stream=True))
+        judged = [item.receive(held), item.receive(stream)]
+    finally:
+        run.close()
+        client.close()
+    assert judged == [None, None]
+    assert item.results.tallies["HTTP-COMPLETE"].failed == 0
+    [(finding, probe)] = [(f, ex) for f, ex in item.failures if f.requirement == "TARGET-ALIVE"]
+    in_flight = finding.message.partition("in flight when it died")[2]
+    assert in_flight.index("'the slow one'") < in_flight.index("'valid test case'")
+    assert "none of the" in finding.message and HEALTH_TAG in probe.case.tags
+
+
 class HoldsTheKillersAnswer:
     """ASGI, around the reference app: the answer to a one-item prompt list (the request
     that kills the target, fault dies-on-one-item-prompt-list) is held back until another
