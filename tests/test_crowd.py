@@ -226,6 +226,7 @@ def test_a_request_that_holds_the_target_past_the_wait_is_named(serve: Servers) 
     [(finding, probe)] = [(f, ex) for f, ex in item.failures if f.requirement == "TARGET-ALIVE"]
     in_flight = finding.message.partition("in flight when it died")[2]
     assert in_flight.index("'the slow one'") < in_flight.index("'valid test case'")
+    assert "answered 200, then gap" in in_flight  # the stream's head came, then nothing
     assert "none of the" in finding.message and HEALTH_TAG in probe.case.tags
 
 

@@ -70,7 +70,7 @@ class Flight:
         """What the client saw of it, as an Exchange without a body (for a finding's
         related exchanges): its request, and its status or why it had none."""
         assert self.case is not None
-        error = self.failure if self.status is None else None
+        error = self.failure  # a stream whose head came may still have met a bound
         if self.ended is None:
             error = "still in flight"
         return Exchange(

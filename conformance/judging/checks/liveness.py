@@ -47,7 +47,9 @@ def _request(exchange: Exchange) -> str:
 def _answer(exchange: Exchange) -> str:
     if exchange.status is None:
         return exchange.transport_error or "no answer"
-    return f"answered {exchange.status}"
+    # A stream's head came, then its body stopped: the bound is what the reader needs.
+    cut = exchange.transport_error or (exchange.bound and f"bound hit: {exchange.bound}")
+    return f"answered {exchange.status}" + (f", then {cut}" if cut else "")
 
 
 @requirement(
