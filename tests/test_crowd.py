@@ -27,6 +27,7 @@ from support import API_KEY, MODEL, case, meta_of
 
 from conformance.judging.case import Case
 from conformance.judging.checks.liveness import HEALTH_TAG
+from conformance.judging.exchange import Exchange
 from conformance.judging.run_info import SentAlone
 from conformance.judging.spec import load_spec
 from conformance.reference import ReferenceServer
@@ -228,6 +229,29 @@ def test_a_request_that_holds_the_target_past_the_wait_is_named(serve: Servers) 
     assert in_flight.index("'the slow one'") < in_flight.index("'valid test case'")
     assert "answered 200, then gap" in in_flight  # the stream's head came, then nothing
     assert "none of the" in finding.message and HEALTH_TAG in probe.case.tags
+
+
+def test_a_request_the_client_left_is_named_before_those_answered_with_an_error() -> None:
+    """Behind LiteLLM, requests answered 500 at once were in flight beside the one that held
+    llama-cpp-python: the holder (cut by a bound) is named first, then the 500s."""
+    from conformance.run.flights import Flight
+    from conformance.run.health import Down
+
+    answered = [
+        Flight(case(prompt=f"500 {i}"), started=i, ended=i + 0.1, status=500) for i in range(3)
+    ]
+    holder = Flight(case(prompt="holds"), started=5.0, ended=20.0, status=200, failure="gap")
+    normal = Flight(case(prompt="fine"), started=0.5, ended=0.6, status=200)
+    probe = case()
+    down = Down(
+        Exchange(probe, "", {}, b""), Exchange(probe, "", {}, b""), (*answered, holder, normal)
+    )
+    assert [f.case.body["prompt"] for f in down.suspects if f.case] == [
+        "holds",
+        "500 0",
+        "500 1",
+        "500 2",
+    ]
 
 
 class HoldsTheKillersAnswer:
