@@ -33,6 +33,7 @@ from conformance.judging.spec import load_spec
 from conformance.reference import ReferenceServer
 from conformance.run.client import Client, Limits, RetryPolicy
 from conformance.run.engine import Run
+from conformance.run.item import ItemRun
 from conformance.run.session import Sent, Settings
 
 HOLDS = Case({"model": MODEL, "prompt": "hold", "max_tokens": 4}, label="the slow one")
@@ -42,6 +43,31 @@ HOLDS = Case({"model": MODEL, "prompt": "hold", "max_tokens": 4}, label="the slo
 def serve() -> Iterator[Servers]:
     with Servers() as servers:
         yield servers
+
+
+def held_then_stream(
+    serve: Servers,
+    behaviour: HeldBySlowRequest,
+    slow: Case,
+    limits: Limits,
+    retry: RetryPolicy | None = None,
+) -> tuple[ItemRun, Client, list[Exchange | None]]:
+    """``slow`` holds the one slot of ``behaviour``'s target, then a stream is sent beside it;
+    both are received and judged by one item of a run at concurrency 4."""
+    server = serve.start(behaviour)
+    client = Client(server.url, api_key=API_KEY, limits=limits, concurrency=4,
+                    retry=retry or RetryPolicy())  # fmt: skip
+    run = Run(Settings(concurrency=4), load_spec("aihubmix"), client)
+    item = run.item()
+    try:
+        held = item.dispatch(slow)
+        assert behaviour.arrived.wait(5)
+        stream = item.dispatch(case(stream=True))
+        judged = [item.receive(held), item.receive(stream)]
+    finally:
+        run.close()
+        client.close()
+    return item, client, judged
 
 
 def test_the_request_that_held_the_target_is_judged_and_named(serve: Servers) -> None:
@@ -83,23 +109,10 @@ def test_a_wait_behind_work_the_client_left_is_not_charged(serve: Servers) -> No
     goes alone first), once the target answered the minimal request: answered, it is not
     charged (before: a second HTTP-COMPLETE finding, which its replay on a fresh server
     refuted), and it names the n: 129."""
-    behaviour = HeldBySlowRequest(hold=1.0)
-    server = serve.start(behaviour)
-    spec = load_spec("aihubmix")
-    client = Client(server.url, api_key=API_KEY, limits=Limits(ttfb=0.6, gap=0.3, total=5),
-                    concurrency=4)  # fmt: skip
-    run = Run(Settings(concurrency=4), spec, client)
     body = {"model": MODEL, "prompt": "hold", "max_tokens": 4, "n": 129}
     slow = Case(body, mode="invalid", breaks="n:maximum", label="n:maximum: n=129")
-    item = run.item()
-    try:
-        held = item.dispatch(slow)
-        assert behaviour.arrived.wait(5)
-        stream = item.dispatch(case(stream=True))
-        judged = [item.receive(held), item.receive(stream)]
-    finally:
-        run.close()
-        client.close()
+    limits = Limits(ttfb=0.6, gap=0.3, total=5)
+    item, client, judged = held_then_stream(serve, HeldBySlowRequest(hold=1.0), slow, limits)
     assert [ex.bound if ex else None for ex in judged] == ["ttfb", None]
     complete = item.results.tallies["HTTP-COMPLETE"]
     assert (complete.checked, complete.failed) == (2, 1)
@@ -207,21 +220,9 @@ def test_a_request_that_holds_the_target_past_the_wait_is_named(serve: Servers) 
     """llama-cpp-python's shape: one valid request holds the one slot far longer than the
     client waits for the minimal request. TARGET-ALIVE names it first of those in flight;
     the stream that waited behind it is not charged to HTTP-COMPLETE."""
+    limits = Limits(ttfb=0.4, gap=0.3, total=5)
     behaviour = HeldBySlowRequest(hold=4.0)
-    server = serve.start(behaviour)
-    spec = load_spec("aihubmix")
-    client = Client(server.url, api_key=API_KEY, limits=Limits(ttfb=0.4, gap=0.3, total=5),
-                    concurrency=4, retry=RetryPolicy(free_wait=1.0))  # fmt: skip
-    run = Run(Settings(concurrency=4), spec, client)
-    item = run.item()
-    try:
-        held = item.dispatch(HOLDS)
-        assert behaviour.arrived.wait(5)
-        stream = item.dispatch(case(stream=True))
-        judged = [item.receive(held), item.receive(stream)]
-    finally:
-        run.close()
-        client.close()
+    item, _, judged = held_then_stream(serve, behaviour, HOLDS, limits, RetryPolicy(free_wait=1))
     assert judged == [None, None]
     assert item.results.tallies["HTTP-COMPLETE"].failed == 0
     [(finding, probe)] = [(f, ex) for f, ex in item.failures if f.requirement == "TARGET-ALIVE"]
