@@ -463,14 +463,17 @@ def test_counts_that_agree_past_max_tokens_keep_the_declared_default() -> None:
 # -- a witness nobody formed (issue 25, LiteLLM forwarding at concurrency 16) ---------------
 
 
-def invented_usage_run(*, twin_cut: bool, shard: str | None = None) -> Results:
+def invented_usage_run(
+    *, twin_cut: bool, shard: str | None = None, twin_words: list[str] = EIGHT
+) -> Results:
     """A played run whose streams carry LiteLLM's own usage count (7 for the 8 tokens the
     server generated and ended with "length"), beside the stream twin: cut by a bound, or
-    complete (its two counts agree)."""
+    complete (its two counts agree), or with ``twin_words`` only (cut short upstream and
+    closed with "stop")."""
     twin_case = req(max_tokens=8)
     streamed = stream_exchange(
         req(max_tokens=8, **INCLUDE_USAGE, tags={STREAM_TWIN_TAG}),
-        chunks_for(req(max_tokens=8, **INCLUDE_USAGE), EIGHT),
+        chunks_for(req(max_tokens=8, **INCLUDE_USAGE), twin_words),
     )
     if twin_cut:  # the stream probe queued behind slow requests: a gap bound cut it
         streamed.events = streamed.events[:1] if streamed.events else None
@@ -505,6 +508,20 @@ def test_a_finding_on_a_usage_chunk_stands_where_the_twin_formed_the_witness() -
     assert results.tallies["STREAM-USAGE-MATCHES"].checked == 1
     attribute(results)
     assert "STREAM-FINISH-LENGTH" in failing(results)
+
+
+def test_a_twin_that_generated_another_text_forms_no_witness() -> None:
+    """litellm-forward at concurrency 16: llama-cpp-python interrupted the stream twin (a
+    second request waited) and LiteLLM closed it with "stop" after 2 of the body's 8 tokens.
+    Their counts cannot be compared; counted as a passed comparison, the twin made LiteLLM's
+    count of 7 look confirmed, and "length after 7 token(s)" was charged (a
+    misattribution: the server generated 8)."""
+    results = invented_usage_run(twin_cut=False, twin_words=EIGHT[:2])
+    assert "STREAM-MATCHES-NONSTREAM" in failing(results)  # the twin's own finding
+    assert results.tallies["STREAM-USAGE-MATCHES"].checked == 0
+    attribute(results)
+    assert "STREAM-FINISH-LENGTH" not in failing(results)
+    assert "stream-usage never formed" in results.tallies["STREAM-FINISH-LENGTH"].not_judged[0]
 
 
 def test_a_shard_leaves_an_unformed_witness_to_the_merge() -> None:

@@ -90,6 +90,20 @@ def prompt_tokens_per_prompt(ctx: Context) -> None:
     )
 
 
+def _same_text_as_twin(ctx: Context) -> bool:
+    """The stream and its non-streamed twin generated the same text. Otherwise their counts
+    are not comparable (different text is STREAM-MATCHES-NONSTREAM's), and the pair judges
+    nothing: no witness of the usage chunk formed (conformance.judging.attribution
+    FORMED_BY). Counted as passed, a stream twin that llama-cpp-python cut short and LiteLLM
+    closed with "stop" made LiteLLM's own usage count look confirmed."""
+    twin = _plain_twin(ctx, STREAM_TWIN_TAG)
+    if twin is None:
+        return False
+    texts = {c.get("index"): c.get("text") for c in choices_of(twin.json)}
+    same = [texts.get(c["index"]) == c.get("text") for _, c in answer(ctx).choices]
+    return bool(same) and all(same) and len(same) == len(texts)
+
+
 @requirement(
     "STREAM-USAGE-MATCHES",
     level=SHOULD,
@@ -104,9 +118,7 @@ def prompt_tokens_per_prompt(ctx: Context) -> None:
     stated=says("include_usage", r"entire request"),
     otherwise="openai-contract",
     scope=declares("stream_options"),
-    applies=lambda ctx: (
-        by_index(ctx) and include_usage(ctx) and _plain_twin(ctx, STREAM_TWIN_TAG) is not None
-    ),
+    applies=lambda ctx: by_index(ctx) and include_usage(ctx) and _same_text_as_twin(ctx),
 )
 def stream_usage_matches(ctx: Context) -> None:
     twin = _plain_twin(ctx, STREAM_TWIN_TAG)
@@ -119,10 +131,6 @@ def stream_usage_matches(ctx: Context) -> None:
         return  # a missing or non-integer count is STREAM-USAGE's / USAGE-TOTAL's
     if overrun(ctx, streamed) is not None:
         return  # a count above max_tokens is STREAM-MAX-TOKENS' finding, not a second one
-    texts = {c.get("index"): c.get("text") for c in choices_of(twin.json)}
-    same = [texts.get(c["index"]) == c.get("text") for _, c in streamed.choices]
-    if not same or not all(same) or len(same) != len(texts):
-        return  # different text is STREAM-MATCHES-NONSTREAM's; counts may differ with it
     # The other way round: the body's count is wrong by a rule of its own, past max_tokens
     # for the text this chunk counts within it (LiteLLM's mock: 20 for 8; USAGE-MAX-TOKENS'
     # finding on the twin) or short of its own text (USAGE-COMPLETION-TOKENS'). This one
