@@ -238,7 +238,7 @@ def _judged_alone(
     sent = f"sent again alone{free.describe()}"
     # Alone, any bound (its own size too) or cut: the crowd was not the cause.
     again = load_cut(exchange) or exchange.bound
-    throttle.judged_alone(kind, exchange.case, answered=again is None, free=free.answered)
+    throttle.judged_alone(kind, exchange.case, answered=again is None)
     if again is not None:
         exchange.notes.append(
             f"{first}; {sent}, it met a bound again ({again}): the finding stands"

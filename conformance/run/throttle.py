@@ -118,14 +118,10 @@ class Free:
     probes: int = 0  # 0: no minimal request is known (a bare client), none was sent
 
     def describe(self) -> str:
-        """For the send alone's note: how the target was shown free, if it had to be."""
+        """For the note of a send alone (made only once the target answered): how the
+        target was shown free, if a minimal request is known."""
         if not self.probes:
             return ""
-        if not self.answered:
-            return (
-                f" after the target answered no minimal request in {self.waited:.1f} s "
-                f"({self.probes} sent)"
-            )
         return (
             f" once the target answered the minimal request ({self.waited:.1f} s, "
             f"{self.probes} sent)"
@@ -377,16 +373,13 @@ class Throttle:
             repeated, answered = self._alone_outcomes.get((kind, request_kind(case)), (0, 0))
             return answered > 0 or repeated < REPEATS_TO_STAND
 
-    def judged_alone(
-        self, kind: str, case: Case | None, *, answered: bool, free: bool = True
-    ) -> None:
-        """A send of ``case`` that met ``kind`` beside others was sent alone: answered, or
-        met it again (counted towards the rule of repeats only on a target shown free)."""
+    def judged_alone(self, kind: str, case: Case | None, *, answered: bool) -> None:
+        """A send of ``case`` that met ``kind`` beside others was sent alone, on a target
+        shown free: answered, or met it again (the rule of repeats counts it)."""
         with self._cond:
             self.answered_alone += answered
-            if answered or free:
-                outcome = self._alone_outcomes.setdefault((kind, request_kind(case)), [0, 0])
-                outcome[1 if answered else 0] += 1
+            outcome = self._alone_outcomes.setdefault((kind, request_kind(case)), [0, 0])
+            outcome[1 if answered else 0] += 1
 
     def back_off(self, seconds: float, *, shared: bool = True) -> None:
         """Count one rate-limited send waited out; ``shared`` (a Retry-After): close the
