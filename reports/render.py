@@ -10,6 +10,10 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
+# The package this module is installed in (``conformance.reports``), never a top-level
+# ``reports``: a wheel installs no such name, and a checkout on sys.path would hide that.
+_PACKAGE = __package__ or ""
+
 _TICKS = re.compile(r"`([^`\n]+)`")
 
 
@@ -47,7 +51,7 @@ def environment() -> jinja2.Environment:
     so a template typo fails the tests instead of silently rendering an empty cell.
     """
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("reports", "templates"),
+        loader=jinja2.PackageLoader(_PACKAGE, "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

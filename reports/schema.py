@@ -13,7 +13,8 @@ import jsonschema
 @cache
 def results_schema() -> dict[str, Any]:
     """The JSON Schema (2020-12) that every ``results.json`` of schema_version 1 meets."""
-    text = files("reports").joinpath("results.schema.json").read_text(encoding="utf-8")
+    package = files(__package__ or "")  # conformance.reports, as installed: never ``reports``
+    text = package.joinpath("results.schema.json").read_text(encoding="utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
 

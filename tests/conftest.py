@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import anyio._backends._asyncio
 import anyio._core._sockets
@@ -18,6 +22,8 @@ from support import Targets
 import conformance.run.engine
 import conformance.run.scenarios  # noqa: F401
 from conformance.strategies import draw
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # pytester's in-process runs drop the modules they imported. httpx maps httpcore's
 # exceptions through a table it fills on first use: if httpcore were first imported inside
@@ -67,3 +73,23 @@ def targets() -> Iterator[Targets]:
     running = Targets()
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel users install, built from the checkout (test_packaging, test_installed)."""
+    out = tmp_path_factory.mktemp("wheel")
+    # A report written into the checkout (the main job's default reports/out) is not shipped
+    # (named per process: xdist workers build at once).
+    probe = ROOT / "reports" / "out" / f"wheel-probe-{os.getpid()}.json"
+    probe.parent.mkdir(parents=True, exist_ok=True)
+    probe.write_text("{}", encoding="utf-8")
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+             "-w", str(out), str(ROOT)],
+            check=True, capture_output=True,
+        )  # fmt: skip
+    finally:
+        probe.unlink()
+    return next(out.glob("*.whl"))
