@@ -19,7 +19,7 @@ from conformance.judging.exceptions import ConformanceError
 from conformance.judging.outcomes import BAD_INPUT
 from conformance.judging.results import RESULTS_SCHEMA_VERSION, Results
 from conformance.reports.markdown import comparison_markdown
-from conformance.reports.matrix import Comparison, compare
+from conformance.reports.matrix import DIFFER_LEGEND, SCORES_LEGEND, Comparison, compare
 from conformance.reports.render import render
 from conformance.reports.schema import schema_errors
 from conformance.reports.summary import OFFERED_LEGEND
@@ -79,6 +79,8 @@ def comparison_html(comparison: Comparison) -> str:
         "compare.html.j2",
         c=comparison,
         offered_legend=OFFERED_LEGEND,
+        scores_legend=SCORES_LEGEND,
+        differ_legend=DIFFER_LEGEND,
         schema_version=RESULTS_SCHEMA_VERSION,
     )
 
@@ -105,23 +107,35 @@ def main(argv: list[str] | None = None) -> int:
         names = display_names(args.results, runs, args.names)
         comparison = compare(list(zip(names, runs, strict=True)))
         markdown = comparison_markdown(comparison)
+        written = []
         if args.html is not None:
-            _write(args.html, comparison_html(comparison))
+            written.append(_write(args.html, comparison_html(comparison)))
         if args.md is not None:
-            _write(args.md, markdown)
+            written.append(_write(args.md, markdown))
     except InputError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return BAD_INPUT
-    if args.html is None and args.md is None:
+    if not written:
         sys.stdout.write(markdown)
+    # The caveat goes to stderr as well: it must reach a terminal even when the Markdown
+    # is piped into a file, and when only files were written.
+    if comparison.differences:
+        settings = ", ".join(d.setting for d in comparison.differences)
+        print(
+            f"{PROG}: warning: the runs differ in {settings}: not directly comparable",
+            file=sys.stderr,
+        )
+    for path in written:
+        print(f"report: {path.resolve()}")  # as the main run says them (front/terminal.py)
     return 0
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: Path, text: str) -> Path:
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise InputError(f"{path}: cannot write it ({exc.strerror or exc})") from None
+    return path
 
 
 if __name__ == "__main__":

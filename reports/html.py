@@ -14,6 +14,7 @@ from conformance.judging.examples import Example, Outcome
 from conformance.judging.outcomes import MEANINGS
 from conformance.judging.results import RESULTS_SCHEMA_VERSION, Results, Tally, latency_summary
 from conformance.judging.run_info import RunInfo
+from conformance.judging.verdict import Coverage
 from conformance.reports.render import render
 from conformance.reports.summary import (
     ERROR,
@@ -28,6 +29,7 @@ from conformance.reports.summary import (
     coverage_of,
     evidence_label,
     is_strict,
+    not_applicable_reason,
     offered_of,
     ordered,
     policies_of,
@@ -76,9 +78,9 @@ def example_view(example: Example) -> dict[str, Any]:
     }
 
 
-def requirement_view(tally: Tally, *, strict: bool) -> dict[str, Any]:
+def requirement_view(tally: Tally, *, strict: bool, coverage: Coverage) -> dict[str, Any]:
     """A row of the requirement table, with its examples for the failure section."""
-    status = status_of(tally, strict=strict)
+    status = status_of(tally, strict=strict, coverage=coverage)
     return {
         "id": tally.id,
         "anchor": anchor(tally.id),
@@ -95,6 +97,8 @@ def requirement_view(tally: Tally, *, strict: bool) -> dict[str, Any]:
         "distinct": len(tally.fingerprints) + tally.fingerprints_dropped,
         "status": status,
         "label": STATUS_LABELS[status],
+        # Why it does not apply: the badge's tooltip (the "Not applicable" list says it too).
+        "why": not_applicable_reason(coverage, tally.id) or "",
         "examples": [example_view(ex) for ex in tally.examples if ex.outcome == Outcome.FAILED][
             :MAX_SHOWN
         ],
@@ -139,7 +143,11 @@ def observed_statuses(info: RunInfo) -> str:
 def report_context(results: Results) -> dict[str, Any]:
     """Everything the report template shows, computed from ``results`` alone."""
     strict = is_strict(results)
-    rows = [requirement_view(t, strict=strict) for t in ordered(results.tallies.values())]
+    coverage = coverage_of(results)
+    rows = [
+        requirement_view(t, strict=strict, coverage=coverage)
+        for t in ordered(results.tallies.values())
+    ]
     # A requirement whose check raised on some exchanges may have failed on others: its
     # failures are listed too (the suite defect is listed apart).
     failures = [r for r in rows if r["status"] in (FAILED, ERROR) and r["failed"]] + [
@@ -162,7 +170,7 @@ def report_context(results: Results) -> dict[str, Any]:
         "verdict": verdict,
         "verdict_class": verdict_class,
         "verdict_text": verdict_text,
-        "coverage": coverage_of(results),
+        "coverage": coverage,
         "coverage_recorded": results.verdict is not None,
         "buckets": buckets_of(results),
         "suite_errors": [r for r in rows if r["status"] == ERROR],

@@ -1,14 +1,19 @@
 """Requirement-centric JUnit XML: one testcase per requirement, evidence on failures.
 
-Layout, chosen for what CI systems (Jenkins, GitLab, GitHub annotations) render well:
+Layout, chosen for what CI systems (Jenkins, GitLab, dorny/test-reporter,
+mikepenz/action-junit-report) show; docs/results-schema.md ("junit.xml") says why.
 ``<testsuites>`` holding one ``<testsuite>``; each requirement is a ``<testcase>`` named by
-its stable ID with ``classname`` = its area, so runs line up across deploys. Failures that
-decide the verdict are ``<failure>``; findings that do not (SHOULD without ``--strict-should``,
-CAPABILITY) go to ``<system-out>`` so that the job stays green; untested requirements are
-``<skipped>`` (with the reason from the run's coverage: untested, not applicable,
-deselected). A check that raised is an ``<error>`` (a suite defect). When MUST
-requirements were left untested, one more testcase, ``coverage``, fails and lists them, so
-that a CI view never shows an incomplete run as all green.
+its stable ID with ``classname`` = its area, so runs line up across deploys (the
+``requirement`` property always holds the bare ID). Failures that decide the verdict are
+``<failure>``. A finding that does not (SHOULD without ``--strict-should``, CAPABILITY)
+passes, so that a gate reading JUnit stays green, but its name says so (``STOP-PROBE
+(SHOULD failed, advisory)``: the name is the one field every one of those views shows for
+a passing test) and ``<system-err>`` holds the warning and its evidence. A requirement not
+exercised is ``<skipped>`` with the reason as message and text: a MUST with a stated
+reason not to apply is named ``ID (not applicable)``, never mistaken for "not tested". A
+check that raised is an ``<error>`` (a suite defect). When MUST requirements were left
+untested, one more testcase, ``coverage``, fails and lists them, so that a CI view never
+shows an incomplete run as all green.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from conformance.judging.verdict import Coverage
 from conformance.reports.summary import (
     ERROR,
     FAILED,
+    NOT_APPLICABLE,
     NOT_TESTED,
     UNSUPPORTED,
     WARNED,
@@ -113,23 +119,42 @@ def _property(parent: ET.Element, name: str, value: object) -> None:
     ET.SubElement(parent, "property", name=name, value=xml_safe(str(value)))
 
 
-def _skip_reason(tally: Tally, coverage: Coverage) -> str:
+def _skip_reason(tally: Tally, coverage: Coverage) -> tuple[str, str]:
+    """Why ``tally`` was not exercised: its bucket (as summary.Buckets names it) and why."""
     for label, pairs in (
-        ("untested", coverage.untested),
         ("not applicable", coverage.not_applicable),
+        ("untested", coverage.untested),
     ):
         why = next((u.reason for u in pairs if u.id == tally.id), None)
         if why is not None:
-            return f"{label}: {why}" if why else label
+            return label, why
     if tally.id in coverage.deselected:
-        return "deselected (--checks / --skip-checks)"
-    return "no exchange in this run was judged by it"
+        return "deselected", "--checks / --skip-checks"
+    return "not exercised", "no exchange in this run was judged by it"
+
+
+def _skipped(case: ET.Element, reason: str) -> None:
+    """``<skipped>`` with the reason twice: Jenkins shows the ``message`` attribute, GitLab
+    the element's text."""
+    skipped = ET.SubElement(case, "skipped", message=xml_safe(reason))
+    skipped.text = xml_safe(reason)
+
+
+def advisory_name(tally: Tally) -> str:
+    """The testcase name of a failure that does not decide the verdict."""
+    return f"{tally.id} ({tally.level} failed, advisory)"
 
 
 def _testcase(suite: ET.Element, tally: Tally, *, strict: bool, coverage: Coverage) -> str:
     """Append the testcase of ``tally`` and return its status."""
-    case = ET.SubElement(suite, "testcase", classname=tally.area, name=tally.id, time="0")
+    status = status_of(tally, strict=strict, coverage=coverage)
+    name = {
+        WARNED: advisory_name(tally),
+        NOT_APPLICABLE: f"{tally.id} (not applicable)",
+    }.get(status, tally.id)
+    case = ET.SubElement(suite, "testcase", classname=tally.area, name=name, time="0")
     props = ET.SubElement(case, "properties")
+    _property(props, "requirement", tally.id)
     for key in ("level", "source", "area", "statement", "checked", "failed", "unsupported"):
         _property(props, key, getattr(tally, key))
     if tally.evidence:
@@ -138,7 +163,6 @@ def _testcase(suite: ET.Element, tally: Tally, *, strict: bool, coverage: Covera
         _property(props, "level_why", tally.why_level)
     if tally.fingerprints:
         _property(props, "fingerprints", "\n".join(tally.fingerprints))
-    status = status_of(tally, strict=strict)
     if status == ERROR:
         first = next((ex for ex in tally.examples if ex.outcome == Outcome.ERROR), None)
         said = "the check raised" if first is None else first.message
@@ -153,13 +177,14 @@ def _testcase(suite: ET.Element, tally: Tally, *, strict: bool, coverage: Covera
         failure.text = xml_safe(finding_text(tally, Outcome.FAILED))
     elif status == WARNED:
         why = (
-            "not failing the run without --strict-should"
+            "it fails the run only with --strict-should"
             if tally.level == "SHOULD"
-            else (f"{tally.level} findings do not fail the run")
+            else f"{tally.level} findings do not fail the run"
         )
-        out = ET.SubElement(case, "system-out")
-        out.text = xml_safe(
-            f"{tally.level} finding ({why}):\n{finding_text(tally, Outcome.FAILED)}"
+        err = ET.SubElement(case, "system-err")
+        err.text = xml_safe(
+            f"WARNING: {tally.level} requirement {_failure_message(tally)} "
+            f"(advisory: {why})\n\n{finding_text(tally, Outcome.FAILED)}"
         )
     elif status == UNSUPPORTED:
         out = ET.SubElement(case, "system-out")
@@ -167,8 +192,10 @@ def _testcase(suite: ET.Element, tally: Tally, *, strict: bool, coverage: Covera
             f"capability not offered by the target (not a failure):\n"
             f"{finding_text(tally, Outcome.UNSUPPORTED)}"
         )
-    elif status == NOT_TESTED:
-        ET.SubElement(case, "skipped", message=xml_safe(_skip_reason(tally, coverage)))
+    elif status in (NOT_APPLICABLE, NOT_TESTED):
+        bucket, why = _skip_reason(tally, coverage)
+        _property(props, "coverage", bucket)
+        _skipped(case, f"{bucket}: {why}" if why else bucket)
     return status
 
 
@@ -208,16 +235,19 @@ def build_junit(results: Results) -> ET.Element:
     coverage = coverage_of(results)
     if coverage.untested:
         _property(props, "untested", ", ".join(u.id for u in coverage.untested))
-    statuses = [
-        _testcase(suite, t, strict=strict, coverage=coverage)
-        for t in ordered(results.tallies.values())
-    ]
+    if coverage.not_applicable:
+        _property(props, "not_applicable", ", ".join(u.id for u in coverage.not_applicable))
+    tallies = ordered(results.tallies.values())
+    statuses = [_testcase(suite, t, strict=strict, coverage=coverage) for t in tallies]
+    advisory = [t.id for t, s in zip(tallies, statuses, strict=True) if s == WARNED]
+    if advisory:
+        _property(props, "advisory", ", ".join(advisory))
     incomplete = _coverage_case(suite, coverage)
     counts = {
         "tests": str(len(statuses) + 1),
         "failures": str(statuses.count(FAILED) + incomplete),
         "errors": str(statuses.count(ERROR)),
-        "skipped": str(statuses.count(NOT_TESTED)),
+        "skipped": str(statuses.count(NOT_TESTED) + statuses.count(NOT_APPLICABLE)),
         "time": str(info.wall_time if info.is_set("wall_time") else 0),
     }
     for element in (root, suite):

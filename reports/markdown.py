@@ -12,9 +12,13 @@ from typing import Any
 from conformance.judging.run_info import RunInfo
 from conformance.judging.verdict import Uncovered
 from conformance.reports.matrix import (
+    DESELECTED,
+    DIFFER_LEGEND,
     FAIL,
     MISSING,
+    NOT_APPLIES,
     PASS,
+    SCORES_LEGEND,
     SUITE_ERROR,
     UNTESTED,
     Cell,
@@ -28,6 +32,8 @@ _ICON = {
     FAIL: "❌ fail",
     MISSING: "⊘ unsupported",
     UNTESTED: "➖ not tested",
+    NOT_APPLIES: "○ not applicable",  # why: the table under the matrix
+    DESELECTED: "➖ deselected",
     SUITE_ERROR: "💥 suite error",
 }
 _VERDICT = {"passed": "✅ passed", "failed": "❌ failed"}  # others: ⚠️ and the word
@@ -95,6 +101,12 @@ def comparison_markdown(comparison: Comparison) -> str:
     """The whole comparison: scores, requirement matrix, capabilities, baseline diffs."""
     names = [t.name for t in comparison.targets]
     lines = ["# Completions conformance comparison", ""]
+    if comparison.differences:
+        lines += [f"> ⚠️ **Not directly comparable.** {DIFFER_LEGEND}", ""]
+        lines += table(
+            ["Setting", *names], ([d.setting, *d.values] for d in comparison.differences)
+        )
+        lines.append("")
     overview = [
         ["Verdict", *(_VERDICT.get(t.verdict, f"⚠️ {t.verdict}") for t in comparison.targets)],
         *(
@@ -103,6 +115,7 @@ def comparison_markdown(comparison: Comparison) -> str:
         ),
         ["Capabilities offered", *(t.offered.text() for t in comparison.targets)],
         ["Untested", *(_untested(t.coverage.untested) for t in comparison.targets)],
+        ["Not applicable", *(_untested(t.coverage.not_applicable) for t in comparison.targets)],
         ["Spec", *(spec_cell(t.info) for t in comparison.targets)],
         ["Model", *("" if t.info.model is None else t.info.model for t in comparison.targets)],
         [
@@ -114,8 +127,7 @@ def comparison_markdown(comparison: Comparison) -> str:
     lines += table(["", *names], overview)
     lines += [
         "",
-        "Scores: share of tested requirements of that level that held on every exchange "
-        "judged. " + OFFERED_LEGEND,
+        f"{SCORES_LEGEND} {OFFERED_LEGEND}",
         "",
         "## Requirements",
         "",
@@ -127,6 +139,15 @@ def comparison_markdown(comparison: Comparison) -> str:
             for row in comparison.rows
         ),
     )
+    excused = [
+        [f"`{row.id}`", name, c.reason]
+        for row in comparison.rows
+        for name, c in zip(names, row.cells, strict=True)
+        if c.outcome == NOT_APPLIES
+    ]
+    if excused:
+        lines += ["", "Not applicable, and why:", ""]
+        lines += table(["Requirement", "Target", "Why"], excused)
     if comparison.capabilities:
         lines += ["", "## Capabilities (one probe per feature)", ""]
         lines += table(

@@ -6,6 +6,7 @@ HTML or Markdown.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ from conformance.judging.verdict import Coverage
 from conformance.reports.summary import (
     ERROR,
     FAILED,
+    NOT_APPLICABLE,
     NOT_TESTED,
     PASSED,
     UNSUPPORTED,
@@ -24,18 +26,34 @@ from conformance.reports.summary import (
     area_rank,
     coverage_of,
     is_strict,
+    not_applicable_reason,
     offered_of,
     scores,
     status_of,
     verdict_of,
 )
 
-# The four cells of the matrix.
+# The cells of the matrix.
 PASS = "pass"
 FAIL = "fail"
 MISSING = "unsupported"  # capability missing: declined with a proper 4xx
 UNTESTED = "not tested"
+NOT_APPLIES = "not applicable"  # a MUST with a stated reason (Cell.reason) not to apply
+DESELECTED = "deselected"  # left out by --checks / --skip-checks
 SUITE_ERROR = "suite error"  # the check raised: a defect of the suite, not of the target
+
+#: What every comparison says of its scores (HTML and Markdown alike).
+SCORES_LEGEND = (
+    "A score is the share of the requirements of that level that were tested (at least one "
+    "exchange judged) and held on every exchange judged; one failing exchange fails the "
+    "requirement. Compare scores together with their denominators: runs that tested (or "
+    "probed) different requirements (or features) are not directly comparable."
+)
+#: What the comparison says when its runs differ in what was sent or judged.
+DIFFER_LEGEND = (
+    "These runs differ in what was sent or judged: their scores and cells are not directly "
+    "comparable."
+)
 
 _CELL = {
     PASSED: PASS,
@@ -43,6 +61,7 @@ _CELL = {
     WARNED: FAIL,
     UNSUPPORTED: MISSING,
     NOT_TESTED: UNTESTED,
+    NOT_APPLICABLE: NOT_APPLIES,
     ERROR: SUITE_ERROR,
 }
 
@@ -51,10 +70,11 @@ _CELL = {
 class Cell:
     """How one target fared on one requirement."""
 
-    outcome: str  # PASS | FAIL | MISSING | UNTESTED | SUITE_ERROR
+    outcome: str  # PASS | FAIL | MISSING | UNTESTED | NOT_APPLIES | DESELECTED | SUITE_ERROR
     failed: int = 0
     checked: int = 0
     distinct: int = 0  # distinct failure fingerprints
+    reason: str = ""  # why it does not apply (NOT_APPLIES)
 
     @property
     def detail(self) -> str:
@@ -107,19 +127,79 @@ class Target:
 
 
 @dataclass(frozen=True, slots=True)
+class Difference:
+    """A setting the compared runs did not share: its name and each run's value."""
+
+    setting: str
+    values: tuple[str, ...]  # one per target, "not recorded" where a run did not say
+
+
+@dataclass(frozen=True, slots=True)
 class Comparison:
     """Everything the comparison reports show."""
 
     targets: tuple[Target, ...]
     rows: tuple[Row, ...]
     capabilities: tuple[tuple[str, tuple[Offer, ...]], ...]
+    differences: tuple[Difference, ...] = ()
 
 
-def _cell(tally: Tally | None, *, strict: bool) -> Cell:
+def _cell(rid: str, run: Results) -> Cell:
+    coverage = coverage_of(run)
+    tally = run.tallies.get(rid)
     if tally is None:
-        return Cell(UNTESTED)
-    status = status_of(tally, strict=strict)
-    return Cell(_CELL[status], tally.failed, tally.checked, len(tally.fingerprints))
+        why = not_applicable_reason(coverage, rid)
+        if why is not None:
+            return Cell(NOT_APPLIES, reason=why)
+        return Cell(DESELECTED if rid in coverage.deselected else UNTESTED)
+    status = status_of(tally, strict=is_strict(run), coverage=coverage)
+    why = not_applicable_reason(coverage, rid) if status == NOT_APPLICABLE else None
+    return Cell(_CELL[status], tally.failed, tally.checked, len(tally.fingerprints), why or "")
+
+
+def _document(info: RunInfo) -> str | None:
+    """The document judged by: its name, and its digest where recorded."""
+    if info.spec is None:
+        return None
+    digest = info.spec_sha256
+    return f"{info.spec} (sha256 {digest[:12]})" if digest else str(info.spec)
+
+
+#: The settings that change what a run sends or how it judges, as results.json records
+#: them: (what to call it, how to read it off a run; None where the run did not record it).
+SETTINGS: tuple[tuple[str, Callable[[Results], object]], ...] = (
+    ("spec", lambda r: _document(r.info)),
+    ("contract (--contract)", lambda r: r.info.contract),
+    ("--strict-spec", lambda r: r.info.strict_spec),
+    ("--strict-should", lambda r: r.info.strict),
+    ("--max-tokens", lambda r: r.info.max_tokens),
+    ("--max-examples", lambda r: r.info.max_examples),
+    ("--seed", lambda r: r.info.seed),
+    ("--fuzz", lambda r: r.info.fuzz),
+    ("deselected (--checks / --skip-checks)", lambda r: ", ".join(coverage_of(r).deselected)),
+    ("--require-capabilities", lambda r: ", ".join(r.run_record.require_capabilities)),
+    ("judged", lambda r: "recorded traffic" if r.info.source == "traffic" else "its own run"),
+    ("suite version", lambda r: r.info.suite_version),
+)
+
+
+def differences(runs: list[Results]) -> tuple[Difference, ...]:
+    """The settings of SETTINGS the runs did not share. A run that did not record a setting
+    (an older results.json) says nothing about it: only values recorded are compared."""
+    found = []
+    for setting, read in SETTINGS:
+        values = [read(r) for r in runs]
+        known = {repr(v) for v in values if v is not None}
+        if len(known) > 1:
+            shown = tuple("not recorded" if v is None else _shown(v) for v in values)
+            found.append(Difference(setting, shown))
+    return tuple(found)
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value) if value != "" else "none"
 
 
 def _describing(runs: list[Results], rid: str) -> Tally:
@@ -135,7 +215,7 @@ def compare(runs: list[tuple[str, Results]]) -> Comparison:
     rows = []
     for rid in ids:
         about = _describing(results, rid)
-        cells = tuple(_cell(r.tallies.get(rid), strict=is_strict(r)) for r in results)
+        cells = tuple(_cell(rid, r) for r in results)
         rows.append(Row(rid, about.level, about.area, about.statement, cells))
     features = sorted({f for r in results for f in r.capabilities})
     capabilities = tuple(
@@ -156,4 +236,4 @@ def compare(runs: list[tuple[str, Results]]) -> Comparison:
         )
         for name, r in runs
     )
-    return Comparison(targets, tuple(rows), capabilities)
+    return Comparison(targets, tuple(rows), capabilities, differences(results))

@@ -27,6 +27,7 @@ FAILED = Status.FAILED  # failed, and the failure decides the verdict
 WARNED = Status.WARNED  # failed, but its level does not decide (SHOULD without --strict-should)
 UNSUPPORTED = Status.UNSUPPORTED  # a CAPABILITY the target declined properly
 NOT_TESTED = Status.NOT_TESTED
+NOT_APPLICABLE = Status.NOT_APPLICABLE  # a MUST with a stated reason it cannot apply
 ERROR = Status.ERROR  # the check itself raised: a suite defect, which fails the run
 
 STATUS_LABELS = {
@@ -36,6 +37,7 @@ STATUS_LABELS = {
     WARNED: "fail (advisory)",
     UNSUPPORTED: "unsupported",
     NOT_TESTED: "not tested",
+    NOT_APPLICABLE: "not applicable",
 }
 
 
@@ -61,9 +63,18 @@ def is_strict(results: Results) -> bool:
     return bool(results.info.strict)
 
 
-def status_of(tally: Tally, *, strict: bool) -> Status:
-    """The report status of one requirement (the one rule: Tally.status_under)."""
-    return tally.status_under(deciding_levels(strict=strict))
+def status_of(tally: Tally, *, strict: bool, coverage: Coverage | None = None) -> Status:
+    """The report status of one requirement (the one rule: Tally.status_under), and, given
+    the run's coverage, NOT_APPLICABLE for a MUST it names not applicable that no exchange
+    exercised: a stated reason (the spec, a proper 4xx decline) is not "not tested"."""
+    status = tally.status_under(deciding_levels(strict=strict))
+    excused = coverage is not None and not_applicable_reason(coverage, tally.id) is not None
+    return NOT_APPLICABLE if excused and status in (NOT_TESTED, UNSUPPORTED) else status
+
+
+def not_applicable_reason(coverage: Coverage, rid: str) -> str | None:
+    """Why ``rid`` does not apply in the run (its coverage), or None when it applies."""
+    return next((u.reason for u in coverage.not_applicable if u.id == rid), None)
 
 
 def shard_text(verdict: str) -> str:
@@ -196,6 +207,7 @@ class Counts:
 
     ``failed`` counts every failed requirement; ``advisory`` says how many of those do not
     decide the verdict, so a table can tell a blocking failure from a SHOULD finding.
+    ``not_applicable`` are not ``skipped``: they have a stated reason not to apply.
     """
 
     passed: int = 0
@@ -203,10 +215,11 @@ class Counts:
     skipped: int = 0
     unsupported: int = 0
     advisory: int = 0
+    not_applicable: int = 0
 
     @property
     def total(self) -> int:
-        return self.passed + self.failed + self.skipped + self.unsupported
+        return self.passed + self.failed + self.skipped + self.unsupported + self.not_applicable
 
     def add(self, status: str) -> Counts:
         """These counts with one more requirement of ``status``."""
@@ -216,12 +229,14 @@ class Counts:
             skipped=self.skipped + (status == NOT_TESTED),
             unsupported=self.unsupported + (status == UNSUPPORTED),
             advisory=self.advisory + (status == WARNED),
+            not_applicable=self.not_applicable + (status == NOT_APPLICABLE),
         )
 
 
 def by_area_and_level(results: Results) -> dict[str, dict[str, Counts]]:
     """Counts per area (rows) and level (columns), plus a ``total`` row and column."""
     strict = is_strict(results)
+    coverage = coverage_of(results)
     columns = (*LEVELS, "total")
     table = {
         area: dict.fromkeys(columns, Counts())
@@ -229,7 +244,7 @@ def by_area_and_level(results: Results) -> dict[str, dict[str, Counts]]:
     }
     table["total"] = dict.fromkeys(columns, Counts())
     for tally in results.tallies.values():
-        status = status_of(tally, strict=strict)
+        status = status_of(tally, strict=strict, coverage=coverage)
         level = tally.level if tally.level in LEVELS else "total"
         for row in (tally.area, "total"):
             for col in {level, "total"}:
@@ -262,11 +277,18 @@ def scores(results: Results) -> dict[str, Score]:
     A requirement counts as tested when at least one exchange was judged by it, and as
     passed when none of those failed (nor raised in the suite). A single failing exchange fails the requirement:
     conformance is not an average over requests. For CAPABILITY, "passed" means the
-    target supports the feature (neither declined it nor broke on it).
+    target supports the feature (neither declined it nor broke on it). A MUST the run's
+    coverage names not applicable (e.g. declined with a proper 4xx on every exchange) is
+    not tested: it counts in no score.
     """
+    excused = {u.id for u in coverage_of(results).not_applicable}
     out = {}
     for level in LEVELS:
-        tested = [t for t in results.tallies.values() if t.level == level and t.checked]
+        tested = [
+            t
+            for t in results.tallies.values()
+            if t.level == level and t.checked and t.id not in excused
+        ]
         passed = [t for t in tested if not t.failed and not t.unsupported and not t.errored]
         out[level] = Score(level, len(passed), len(tested))
     return out

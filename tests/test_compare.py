@@ -12,7 +12,16 @@ from conformance.judging.outcomes import BAD_INPUT
 from conformance.judging.results import Results
 from conformance.reports.compare import main
 from conformance.reports.markdown import cell
-from conformance.reports.matrix import FAIL, MISSING, PASS, UNTESTED, compare
+from conformance.reports.matrix import (
+    DESELECTED,
+    FAIL,
+    MISSING,
+    NOT_APPLIES,
+    PASS,
+    UNTESTED,
+    compare,
+    differences,
+)
 
 
 def _tally(
@@ -80,6 +89,101 @@ def test_matrix_cells() -> None:
     assert rows["STREAM-DONE-LAST"] == [PASS, FAIL]
     assert rows["CAP-ECHO"] == [PASS, MISSING]
     assert rows["AUTH-401"] == [PASS, UNTESTED]  # absent from the second run
+
+
+def test_a_stated_reason_is_its_own_cell() -> None:
+    """Issue 32: a not-applicable MUST showed as "➖ not tested"."""
+    coverage = {
+        "untested": [],
+        "not_applicable": [{"id": "AUTH-401", "reason": "the spec declares no auth"}],
+        "deselected": ["RESP-SCHEMA"],
+    }
+    bad = Results.from_json(_run("bad", failing=True, coverage=coverage))
+    del bad.tallies["RESP-SCHEMA"]  # a deselected requirement has no tally
+    runs = [("good", Results.from_json(_run("good", failing=False))), ("bad", bad)]
+    rows = {row.id: row.cells for row in compare(runs).rows}
+    assert [c.outcome for c in rows["AUTH-401"]] == [PASS, NOT_APPLIES]
+    assert rows["AUTH-401"][1].reason == "the spec declares no auth"
+    assert [c.outcome for c in rows["RESP-SCHEMA"]] == [PASS, DESELECTED]
+
+
+@pytest.fixture(scope="module")
+def real_runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Two real runs of the embedded reference target: aihubmix (where
+    RESP-HEADERS-REQUIRED does not apply) and nscale with --max-tokens 4."""
+    from conformance.front.runner import run_suite
+    from conformance.run.session import Settings, Setup
+
+    folder = tmp_path_factory.mktemp("runs")
+    paths = []
+    for spec, max_tokens in (("aihubmix", 8), ("nscale", 4)):
+        settings = Settings(max_examples=2, max_tokens=max_tokens, concurrency=4)
+        outcome = run_suite(Setup(spec=spec, settings=settings))
+        paths.append(folder / f"{spec}.json")
+        paths[-1].write_text(outcome.results.dumps(), encoding="utf-8")
+    return paths
+
+
+def test_not_applicable_is_never_not_tested(real_runs: list[Path], tmp_path: Path) -> None:
+    md, html = tmp_path / "c.md", tmp_path / "c.html"
+    assert main([*map(str, real_runs), "--names", "a,n", "--md", str(md), "--html", str(html)]) == 0
+    text = md.read_text()
+    assert "| `RESP-HEADERS-REQUIRED` | MUST | schema | ○ not applicable | ✅ pass |" in text
+    assert "| `FINISH-ENUM` | MUST | semantics | ✅ pass | ○ not applicable |" in text
+    assert "| `RESP-HEADERS-REQUIRED` | a | the spec requires no response header |" in text
+    assert "| Not applicable | 1: RESP-HEADERS-REQUIRED | 3: " in text
+    badge = '<span class="badge s-not-applicable" title="the spec requires no response header">'
+    assert f"{badge}not applicable</span>" in html.read_text()
+
+
+def test_runs_that_differ_say_so_in_every_format(
+    real_runs: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 32: runs under different specs stood side by side without a word; --html and
+    --md said nothing of what they wrote."""
+    md, html = tmp_path / "c.md", tmp_path / "c.html"
+    assert main([*map(str, real_runs), "--names", "a,n", "--md", str(md), "--html", str(html)]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [f"report: {html.resolve()}", f"report: {md.resolve()}"]
+    warning = "conformance-compare: warning: the runs differ in spec, --max-tokens: "
+    assert err == warning + "not directly comparable\n"
+    text = md.read_text()
+    assert "> ⚠️ **Not directly comparable.** These runs differ in what was sent or judged" in text
+    assert "| --max-tokens | 8 | 4 |" in text
+    spec_row = next(line for line in text.splitlines() if line.startswith("| spec |"))
+    assert "aihubmix (sha256 " in spec_row and "nscale (sha256 " in spec_row
+    page = html.read_text()
+    assert "Not directly comparable" in page and "<td>--max-tokens</td>" in page
+    # The terminal: the Markdown on stdout, the caveat in it and on stderr.
+    assert main([*map(str, real_runs)]) == 0
+    out, err = capsys.readouterr()
+    assert "**Not directly comparable.**" in out and err.startswith(warning)
+
+
+def test_runs_alike_say_nothing_and_both_formats_share_the_caveat(
+    two_runs: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    md, html = tmp_path / "c.md", tmp_path / "c.html"
+    assert main([*map(str, two_runs), "--md", str(md), "--html", str(html)]) == 0
+    assert capsys.readouterr().err == ""
+    caveat = "runs that tested (or probed) different requirements (or features) are not directly"
+    for page in (md.read_text(), html.read_text()):
+        assert "Not directly comparable" not in page
+        assert caveat in " ".join(page.split()), page[:300]
+
+
+def test_only_recorded_settings_are_compared() -> None:
+    old, new = (Results.from_json(_run("t", failing=False, **m)) for m in ({}, {"max_tokens": 8}))
+    assert differences([old, new]) == ()  # an older results.json did not record it
+    lenient, strict = (
+        Results.from_json(_run("t", failing=False, strict=s, contract=c))
+        for s, c in ((False, "openai-compatible"), (True, "document"))
+    )
+    found = {d.setting: d.values for d in differences([lenient, strict, old])}
+    assert found == {
+        "contract (--contract)": ("openai-compatible", "document", "not recorded"),
+        "--strict-should": ("no", "yes", "not recorded"),
+    }
 
 
 def test_markdown_matrix_capabilities_and_scores(two_runs: list[Path], tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from support import capability_table, set_meta
+from support import API_KEY, MODEL, Targets, capability_table, set_meta
 
 from conformance import reports
 from conformance.judging.case import Case
@@ -113,8 +113,13 @@ def test_write_all_writes_every_report(tmp_path: Path) -> None:
 
 
 def _cases(results: Results) -> dict[str, ET.Element]:
+    """The testcases by requirement ID (the ``requirement`` property: a name may say more)."""
     root = ET.fromstring(ET.tostring(build_junit(results)))
-    return {case.get("name", ""): case for case in root.iter("testcase")}
+    return {
+        next((p.get("value", "") for p in case.iter("property") if p.get("name") == "requirement"),
+             case.get("name", "")): case
+        for case in root.iter("testcase")
+    }  # fmt: skip
 
 
 def test_junit_parses_and_has_one_testcase_per_requirement(tmp_path: Path) -> None:
@@ -125,7 +130,7 @@ def test_junit_parses_and_has_one_testcase_per_requirement(tmp_path: Path) -> No
     cases = suite.findall("testcase")
     assert [c.get("name") for c in cases] == [
         "MUST-PASS",
-        "SHOULD-FAIL",
+        "SHOULD-FAIL (SHOULD failed, advisory)",
         "CAP-DECLINED",
         "MUST-FAIL",
         "MUST-UNTESTED",
@@ -154,17 +159,62 @@ def test_junit_must_failure_carries_statement_evidence_and_curl() -> None:
     assert text.count("--- example") == 1
 
 
-def test_junit_should_failure_is_output_unless_strict() -> None:
+def test_junit_should_failure_is_named_and_warned_unless_strict() -> None:
+    """Issue 32: a failed SHOULD was a testcase with only <properties> and <system-out>,
+    green in every JUnit view. Its name, the one field every view shows of a passing test,
+    says it failed; <system-err> warns; no <failure> (a gate reading JUnit stays green)."""
+    root = build_junit(make_results())
     lenient = _cases(make_results())["SHOULD-FAIL"]
-    assert lenient.find("failure") is None
-    assert "id is empty" in (lenient.findtext("system-out") or "")
+    assert lenient.get("name") == "SHOULD-FAIL (SHOULD failed, advisory)"
+    assert [child.tag for child in lenient] == ["properties", "system-err"]
+    warning = lenient.findtext("system-err") or ""
+    assert warning.startswith(
+        "WARNING: SHOULD requirement failed on 1 of 1 exchange(s): id is empty "
+        "(advisory: it fails the run only with --strict-should)"
+    )
+    assert "problem: id is empty" in warning and "$CONFORMANCE_API_KEY" in warning
+    assert root.get("failures") == "1"  # MUST-FAIL's alone
+    suite_props = {p.get("name"): p.get("value") for p in root.find("testsuite/properties") or ()}
+    assert suite_props["advisory"] == "SHOULD-FAIL"
     strict = _cases(make_results(strict=True))["SHOULD-FAIL"]
-    assert strict.find("failure") is not None
+    assert strict.get("name") == "SHOULD-FAIL"
+    assert strict.find("failure") is not None and strict.find("system-err") is None
+
+
+def test_junit_of_a_real_should_failure(targets: Targets, tmp_path: Path) -> None:
+    """The reference target without X-Request-Id under aihubmix: REQUEST-ID-HEADER (a
+    SHOULD) fails on every exchange; the run passes and its JUnit says both."""
+    from conformance.front.runner import run_suite
+    from conformance.run.session import Settings, Setup
+
+    url = targets.get("aihubmix", "missing-request-id-header").server.url
+    settings = Settings(model=MODEL, max_examples=2, concurrency=4)
+    outcome = run_suite(Setup(target_url=url, api_key=API_KEY, settings=settings))
+    assert outcome.verdict.word == "passed"
+    root = ET.parse(reports.write_junit(outcome.results, tmp_path / "junit.xml")).getroot()
+    case = _cases(outcome.results)["REQUEST-ID-HEADER"]
+    assert case.get("name") == "REQUEST-ID-HEADER (SHOULD failed, advisory)"
+    assert case.find("failure") is None and case.find("skipped") is None
+    assert "has no X-Request-Id header" in (case.findtext("system-err") or "")
+    assert root.get("failures") == "0"
+    # A MUST that does not apply under aihubmix is skipped as not applicable, with why.
+    headers = _cases(outcome.results)["RESP-HEADERS-REQUIRED"]
+    assert headers.get("name") == "RESP-HEADERS-REQUIRED (not applicable)"
+    skipped = headers.find("skipped")
+    assert skipped is not None
+    why = "not applicable: the spec requires no response header"
+    assert skipped.get("message") == skipped.text == why  # Jenkins reads one, GitLab the other
+    # The HTML requirements table badges it "not applicable", the reason as its tooltip.
+    table = render_html(outcome.results).split("<h2>Requirements", 1)[1]
+    row = table.split('<td class="mono id">RESP-HEADERS-REQUIRED</td>', 1)[1].split("</tr>", 1)[0]
+    badge = '<span class="badge s-not-applicable" title="the spec requires no response header">'
+    assert f"{badge}not applicable</span>" in row and "not tested" not in row
 
 
 def test_junit_untested_is_skipped_and_declined_capability_is_not_a_failure() -> None:
     cases = _cases(make_results())
     assert cases["MUST-UNTESTED"].find("skipped") is not None
+    assert cases["MUST-UNTESTED"].get("name") == "MUST-UNTESTED"  # not "not applicable"
     declined = cases["CAP-DECLINED"]
     assert declined.find("failure") is None and declined.find("skipped") is None
     assert "declined with 400" in (declined.findtext("system-out") or "")

@@ -165,6 +165,10 @@ class Status(StrEnum):
     WARNED = "warned"  # failed, but its level does not decide (SHOULD without --strict-should)
     UNSUPPORTED = "unsupported"  # a CAPABILITY the target declined properly
     NOT_TESTED = "not-tested"
+    # A MUST with a stated reason it cannot apply (the verdict's coverage): the reports
+    # set it (conformance.reports.summary.status_of), never Tally.status_under, which
+    # knows no coverage.
+    NOT_APPLICABLE = "not-applicable"
     ERROR = "error"  # the check itself raised: a suite defect, which fails the run
 
 

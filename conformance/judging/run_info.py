@@ -274,6 +274,7 @@ class RunInfo:
     model: str | None = None
     seed: int | None = None
     max_examples: int | None = None
+    max_tokens: int | None = None  # --max-tokens: the bound on max_tokens in requests
     fuzz: int | None = None
     concurrency: int | None = None
     started: float | None = None

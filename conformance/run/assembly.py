@@ -210,6 +210,8 @@ def _header(setup: Setup, spec: Spec, settings: Settings, target: str) -> dict[s
         "seed": settings.seed,
         # What a --baseline taken from this run records it was taken with (conformance.reports.baseline).
         "max_examples": settings.max_examples,
+        # What conformance-compare names when two runs differ (conformance.reports.matrix).
+        "max_tokens": settings.max_tokens,
         "fuzz": settings.fuzz,
         "concurrency": settings.concurrency,
         "started": time.time(),
