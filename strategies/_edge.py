@@ -235,6 +235,12 @@ def _stream_edges(plan: Plan, view: SchemaView) -> list[tuple[str, dict[str, Any
         for usage in (True, False):
             options = {"stream": True, "stream_options": {"include_usage": usage}}
             edges.append((f"stream with include_usage={str(usage).lower()}", options))
+    # Each streamed feature alone too: a target that declines one of the mixed request's
+    # features (n other than 1, stop) must still have its streamed logprobs and echo judged.
+    if plan.logprobs is not None:
+        edges.append(("stream with logprobs", {"stream": True, "logprobs": plan.logprobs[1]}))
+    if plan.echo:
+        edges.append(("stream with echo", {"stream": True, "echo": True}))
     mixed: dict[str, Any] = {"stream": True}
     if plan.n is not None and plan.n[0] <= 2 <= plan.n[1]:
         mixed["n"] = 2

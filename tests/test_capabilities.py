@@ -215,7 +215,9 @@ def test_echo_declined_with_token_prompts_is_declined_in_that_form_only(targets:
     assert table["echo:tokens"]["outcome"] == "declined"
     results = Results()
     results.capabilities = capability_table(table)
-    assert cap.unmet(results, ["echo"]) == ["echo:tokens: declined (400 with the error envelope)"]
+    assert cap.unmet(results, ["echo"]) == [
+        'echo:tokens: declined (400 with the error envelope: "echo is not supported with token-id prompts.")'
+    ]
 
 
 def test_echo_ignored_with_token_prompts_is_ignored(targets: Targets) -> None:

@@ -1003,6 +1003,22 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
         p.json(max_tokens=None)["usage"]["completion_tokens"] > 16
     ),
     "echo-logprobs-completion-only": lambda p: _lp(p, echo=True, max_tokens=0)["tokens"] == [],
+    # Capability switches (faults_declines): the feature is a 400, a plain request is 200.
+    "decline-echo": lambda p: p.post(echo=True).status_code == 400 and p.post().status_code == 200,
+    "decline-suffix": lambda p: p.post(suffix=" end").status_code == 400,
+    "decline-logprobs": lambda p: p.post(logprobs=1).status_code == 400,
+    "decline-n": lambda p: p.post(n=2).status_code == 400 and p.post(n=1).status_code == 200,
+    "decline-best-of": lambda p: p.post(best_of=2).status_code == 400,
+    "decline-logit-bias": lambda p: p.post(logit_bias={"5": 1}).status_code == 400,
+    "decline-stop": lambda p: p.post(stop=["\n"]).status_code == 400,
+    # Short answers: one token, ended naturally ("stop"), for every prompt or for counting.
+    "answers-one-word": lambda p: (
+        lambda c: len(c["text"].split()) == 1 and c["finish_reason"] == "stop"
+    )(p.json(max_tokens=12)["choices"][0]),
+    "answers-one-word-to-counting": lambda p: (
+        len(p.json(prompt="Count from one:", max_tokens=12)["choices"][0]["text"].split()) == 1
+        and len(p.json(max_tokens=12)["choices"][0]["text"].split()) > 1
+    ),
     "echo-declined-token-prompts": lambda p: (
         p.post(prompt=[15, 16], echo=True).status_code == 400
         and p.post(prompt="Say hi", echo=True).status_code == 200

@@ -179,10 +179,23 @@ def _text(exchange: Exchange, index: int = 0) -> str:
     )
 
 
-def _has_envelope(exchange: Exchange) -> bool:
+def _error_message(exchange: Exchange) -> str | None:
+    """The error envelope's message, or None when the body is no error envelope."""
     body = exchange.json
     error = body.get("error") if isinstance(body, dict) else None
-    return isinstance(error, dict) and isinstance(error.get("message"), str)
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else None
+
+
+#: How much of a decline's message the table keeps (the target's words, quoted).
+MESSAGE_CHARS = 120
+
+
+def _quoted(message: str) -> str:
+    short = " ".join(message.split())
+    if len(short) > MESSAGE_CHARS:
+        short = short[: MESSAGE_CHARS - 1] + "…"
+    return json.dumps(short, ensure_ascii=False)
 
 
 # What a feature visibly does to a 200 answer: a reason it had no effect, or None.
@@ -239,7 +252,8 @@ EFFECTS: dict[str, Callable[[Case, Exchange, Sequence[Exchange]], str | None]] =
 }
 
 
-def _owners(feature: str) -> tuple[str, ...]:
+def owners(feature: str) -> tuple[str, ...]:
+    """The ID prefixes of the requirements that judge what ``feature`` does (``OWNERS``)."""
     base = feature.split(":", 1)[0]
     if feature.startswith("stop"):
         base = "stop"
@@ -261,8 +275,11 @@ def assess(
     if status is None:
         return Assessment("broken", f"no answer ({exchange.transport_error or 'no status'})")
     if 400 <= status < 500 and status != 429:
-        if _has_envelope(exchange):
-            return Assessment("declined", f"{status} with the error envelope")
+        message = _error_message(exchange)
+        if message is not None:
+            # The target's own words say why: a reader (and a requirement it leaves out)
+            # gets the decline as it was given.
+            return Assessment("declined", f"{status} with the error envelope: {_quoted(message)}")
         return Assessment("broken", f"{status} without the error envelope")
     if status != 200:
         return Assessment("broken", f"status {status}")
@@ -272,13 +289,13 @@ def assess(
     reason = effect(case, exchange, related) if effect else None
     if reason:
         return Assessment("ignored", reason)
-    owners = _owners(feature)
+    prefixes = owners(feature)
     for f in findings:
         req = REGISTRY.get(f.requirement)
         if req is not None and spec is not None:
             req = req.under(spec)
         must = req is not None and req.level == Level.MUST
-        if f.outcome == "failed" and must and owners and f.requirement.startswith(owners):
+        if f.outcome == "failed" and must and prefixes and f.requirement.startswith(prefixes):
             return Assessment("broken", f"{f.requirement} failed: {f.message}")
     return Assessment("offered", "200" + ("" if effect else " (effect not observable)"))
 

@@ -6,8 +6,9 @@ declare the feature, the target declined it with a proper 4xx, it was deselected
 key was given to probe auth with), and
 every scenario ran, or was not run for one of those reasons. A budget that cut the run
 short, a missing generator, a probe the target left nothing for: ``incomplete``, naming
-what was not run. The engine, the pytest plugin, conformance-merge, the reports and the
-tools all call :func:`decide`; none decides on its own. The verdict's types (``Verdict``,
+what was not run. A run Ctrl-C stopped is ``interrupted``, whatever it saw until then.
+The engine, the pytest plugin, conformance-merge, the reports and the tools all call
+:func:`decide`; none decides on its own. The verdict's types (``Verdict``,
 ``Coverage``, ``Word``) are conformance.judging.verdict's, below the Results that keep one.
 """
 
@@ -59,22 +60,64 @@ def coverage(results: Results, record: RunRecord) -> Coverage:
         if tally is not None and (tally.failed or tally.checked > tally.unsupported):
             continue  # exercised: passed or failed
         reason = record.not_applicable.get(rid)
+        declined, feature = _feature_reason(results, rid)
         if reason:
             not_applicable.append(Uncovered(rid, reason))
+        elif declined:
+            not_applicable.append(Uncovered(rid, feature))
         elif tally is not None and tally.unsupported:
             why = f"the target declined the feature with a proper 4xx ({tally.unsupported}x)"
             not_applicable.append(Uncovered(rid, why))
         elif rid in skipped and skipped[rid].excused:
             not_applicable.append(Uncovered(rid, f"scenario skipped: {skipped[rid].reason}"))
+        elif feature:
+            untested.append(Uncovered(rid, feature))
+        elif tally is not None and tally.not_judged:
+            untested.append(Uncovered(rid, f"withheld: {'; '.join(tally.not_judged)}"))
         elif rid in skipped and skipped[rid].cause == SkipCause.NOT_OBSERVABLE:
             untested.append(Uncovered(rid, skipped[rid].reason))  # traffic says why itself
         elif rid in skipped:
             untested.append(Uncovered(rid, f"scenario not run: {skipped[rid].reason}"))
+        elif record.interrupted:
+            untested.append(Uncovered(rid, "not exercised before the run was interrupted"))
         elif record.budget:
             untested.append(Uncovered(rid, f"not exercised before the {record.budget}"))
         else:
             untested.append(Uncovered(rid, "no exchange of this run exercised it"))
     return Coverage(tuple(untested), tuple(not_applicable), tuple(deselected))
+
+
+def _feature_reason(results: Results, rid: str) -> tuple[bool, str]:
+    """Why a requirement that needs request features (``Requirement.needs``) was left
+    untested, from the capability table: (True, the decline) when the target declined one
+    of them with a proper 4xx, a stated reason; (False, what it did) when it ignored or broke
+    one, the true reason it stays untested; (False, "") when the table says nothing.
+
+    A feature's forms (``stop:max``, ``stop:string``) speak for it unless the feature's own
+    entry shows it offered (``logprobs`` offered, ``logprobs:max`` declined: the requirement
+    could still be judged at a smaller count)."""
+    req = REGISTRY.get(rid)
+    table = results.capabilities
+    entries = []
+    for need in req.needs if req is not None else ():
+        base = table.get(need)
+        if base is not None and base.outcome == "offered":
+            continue
+        entries += sorted((f, e) for f, e in table.items() if f == need or f.startswith(need + ":"))
+    for name, entry in entries:
+        if entry.outcome == "declined":
+            return True, f"the target declined `{name}`: {entry.detail}"
+    from conformance.judging.capabilities import owners
+
+    for name, entry in entries:
+        if entry.outcome in ("ignored", "broken"):
+            prefixes = owners(name)
+            shown = [
+                t.id for t in results.tallies.values() if t.failed and t.id.startswith(prefixes)
+            ]
+            why = f" ({', '.join(sorted(shown))} failed)" if shown and prefixes else ""
+            return False, f"the target {entry.outcome} `{name}`: {entry.detail}{why}"
+    return False, ""
 
 
 def failing(results: Results, record: RunRecord) -> list[Tally]:
@@ -122,7 +165,8 @@ def _unrun_reasons(record: RunRecord) -> tuple[list[str], tuple[tuple[str, str, 
 def recorded_record(results: Results) -> RunRecord:
     """The record of a run that kept none (an older results.json), from what it recorded:
     identity, selection and coverage as recorded (the MUSTs it left untested stay so
-    unless another shard's tallies exercised them; a recorded error or no-verdict stays one)."""
+    unless another shard's tallies exercised them; a recorded error, no-verdict or
+    interruption stays one)."""
     info, verdict = results.info, results.verdict
     cover = verdict.coverage if verdict is not None else Coverage()
     untested = [u.id for u in cover.untested]
@@ -142,13 +186,15 @@ def recorded_record(results: Results) -> RunRecord:
         deselected=deselected,
         errors=("recorded verdict: error",) if word == Word.ERROR else (),
         no_verdict="recorded verdict: no-verdict" if word == Word.NO_VERDICT else None,
+        interrupted="recorded verdict: interrupted" if word == Word.INTERRUPTED else None,
     )
 
 
 def decide(results: Results, record: RunRecord | None = None, *, partial: bool = False) -> Verdict:
     """The run's verdict from its merged tallies and its record (``results.run_record``
-    unless given), the first that holds: error (a check raised, the runner saw a suite
-    defect), failed, no-verdict (rate limited), incomplete, passed.
+    unless given), the first that holds: interrupted (Ctrl-C stopped it), error (a check
+    raised, the runner saw a suite defect), failed, no-verdict (rate limited), incomplete,
+    passed.
 
     ``partial``: the Results are one shard of a run; what a shard did not cover is listed
     but judged only once the shards are merged (conformance-merge), so it does not decide.
@@ -172,6 +218,13 @@ def decide(results: Results, record: RunRecord | None = None, *, partial: bool =
     if unmet:
         reasons.append(f"required capabilities not offered: {', '.join(unmet)}")
     unrun_reasons, unrun = _unrun_reasons(record)
+    if record.interrupted:
+        # First: a run stopped half-way vouches for nothing, whatever it saw until then
+        # (what failed or broke is still said, and reported).
+        broke = [*record.errors, *(f"a check raised: {rid}" for rid in errors)]
+        return Verdict(
+            Word.INTERRUPTED, (record.interrupted, *broke, *reasons), failed, cover, unrun
+        )
     if record.errors or errors:
         # A suite defect first: a judge that broke cannot vouch for any other word.
         raised = f"a check raised an unexpected error: {', '.join(errors)}"

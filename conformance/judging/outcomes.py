@@ -21,6 +21,7 @@ class Word(StrEnum):
     INCOMPLETE = "incomplete"
     NO_VERDICT = "no-verdict"
     ERROR = "error"
+    INTERRUPTED = "interrupted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +55,7 @@ OUTCOMES = (
     Outcome(
         "error", 3,
         "the suite itself broke (a check raised, a suite test errored)",
-        "A check of the suite raised, a suite test broke, or the run was interrupted.",
+        "A check of the suite raised or a suite test broke.",
         "a check of the suite raised or a suite test broke",
     ),
     Outcome(
@@ -75,6 +76,15 @@ OUTCOMES = (
         "budget, a missing generator): not a pass.",
         "scenarios were not run (see below)",
     ),
+    # 130 is what a shell reports for a command ended by SIGINT (128 + 2), so a script
+    # that reads the status sees a Ctrl-C as one, whether the reports were written or not.
+    Outcome(
+        "interrupted", 130,
+        "Ctrl-C stopped the run: the reports hold what was judged until then",
+        "The run was interrupted (Ctrl-C) before it ended: what it judged until then is "
+        "reported, but it is not a verdict on the target.",
+        "the shard was interrupted",
+    ),
 )  # fmt: skip
 
 #: Word -> exit code, for every way a run or command ends.
@@ -89,3 +99,4 @@ SHARD_MEANINGS = {o.word: o.in_a_shard for o in OUTCOMES if o.in_a_shard is not 
 BAD_INPUT = EXIT_CODES["bad-input"]
 ERROR = EXIT_CODES["error"]
 NO_VERDICT = EXIT_CODES["no-verdict"]
+INTERRUPTED = EXIT_CODES["interrupted"]

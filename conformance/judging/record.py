@@ -30,6 +30,10 @@ class SkipCause(StrEnum):
     # without credentials proves nothing. A stated reason, as the README says.
     NO_KEY = "no-key"
     TARGET = "target"  # the target's answers left nothing to probe
+    # The target answered legally, but too little to build a probe on (a tiny model's
+    # answer of one word, or of bytes that are not UTF-8), after the probe tried other
+    # prompts: a stated reason, not the suite's shortfall.
+    SHORT_ANSWER = "short-answer"
     RATE_LIMITED = "rate-limited"  # the target kept answering 429
     # A probe that could cost more tokens than the run may spend (the context window probe
     # of a 128k model against the default --budget-tokens): stated before anything is
@@ -42,7 +46,13 @@ class SkipCause(StrEnum):
 
 #: The only reasons a scenario may go unrun in a run that passes.
 EXCUSED = frozenset(
-    {SkipCause.NOT_DECLARED, SkipCause.DESELECTED, SkipCause.NO_KEY, SkipCause.COST}
+    {
+        SkipCause.NOT_DECLARED,
+        SkipCause.DESELECTED,
+        SkipCause.NO_KEY,
+        SkipCause.COST,
+        SkipCause.SHORT_ANSWER,
+    }
 )
 
 
@@ -103,7 +113,8 @@ class RunRecord:
     selection (``deselected``), ``known_failures`` and ``baseline_new_failures`` (--baseline).
     What the spec allows: ``musts`` (every registered MUST) and ``not_applicable`` (MUSTs the
     spec cannot carry, with the reason). What happened: ``scenarios``, ``budget`` (the first
-    budget note seen), ``no_verdict`` (rate limited), ``errors`` (what the runner saw break).
+    budget note seen), ``no_verdict`` (rate limited), ``errors`` (what the runner saw break),
+    ``interrupted`` (how a Ctrl-C stopped it).
     """
 
     run_id: str = ""
@@ -124,6 +135,7 @@ class RunRecord:
     budget: str | None = None
     no_verdict: str | None = None
     errors: tuple[str, ...] = ()
+    interrupted: str | None = None
 
     # -- what happened, folded in as it happens ---------------------------------------------
 
@@ -135,13 +147,15 @@ class RunRecord:
 
     def absorb(self, other: RunRecord) -> RunRecord:
         """This process's record with another part of the same run folded in (an item's,
-        an xdist worker's): its scenarios added, the first budget note and rate limit kept."""
+        an xdist worker's, a shard's): its scenarios added, the first budget note, rate
+        limit and interruption kept."""
         return replace(
             self,
             scenarios=(*self.scenarios, *other.scenarios),
             budget=self.budget or other.budget,
             no_verdict=self.no_verdict or other.no_verdict,
             errors=(*self.errors, *other.errors),
+            interrupted=self.interrupted or other.interrupted,
         )
 
     def unrun(self) -> list[ScenarioRun]:
@@ -179,6 +193,7 @@ class RunRecord:
             "budget": self.budget,
             "no_verdict": self.no_verdict,
             "errors": list(self.errors),
+            "interrupted": self.interrupted,
         }
 
     @classmethod
@@ -204,6 +219,7 @@ class RunRecord:
             budget=data.get("budget"),
             no_verdict=data.get("no_verdict"),
             errors=tuple(data.get("errors", ())),
+            interrupted=data.get("interrupted"),
         )
 
 

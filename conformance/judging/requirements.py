@@ -138,6 +138,10 @@ class Requirement:
     otherwise: str = ""
     #: Why it has its level under the judged document (set by ``under``; the reports show it).
     why_level: str = field(default="", compare=False)
+    #: The request features (capability-table names: ``logprobs``, ``echo``, ``n``, ...)
+    #: that every exchange it judges uses: a target that declines one of them leaves the
+    #: requirement nothing to judge, a stated reason (conformance.judging.decision).
+    needs: tuple[str, ...] = ()
 
     def not_applicable(self, spec: Spec) -> str | None:
         """Why this requirement cannot apply under ``spec``, or None."""
@@ -214,8 +218,11 @@ def requirement(
     scope: Scope | None = None,
     stated: Stated | None = None,
     otherwise: str = "",
+    needs: tuple[str, ...] = (),
 ) -> Callable[[Check], Check]:
     """Register the decorated check as the judge of requirement ``id``.
+
+    ``needs``: the request features (capability names) every exchange it judges uses.
 
     ``stated`` and ``otherwise`` go together: where the judged document does not give
     ``evidence`` (``stated(spec)`` is false), the requirement rests on ``otherwise``.
@@ -241,8 +248,9 @@ def requirement(
         ):
             raise ValueError(f"requirement {id} registered twice")
         REGISTRY[id] = Requirement(
-            id, level, area, statement, source, check, applies, evidence, scope, stated, otherwise
-        )
+            id, level, area, statement, source, check, applies, evidence, scope, stated,
+            otherwise, needs=needs,
+        )  # fmt: skip
         return check
 
     return register

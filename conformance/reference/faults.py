@@ -12,7 +12,8 @@ streams; "both modes" ones change what is generated, so both kinds of response s
 Faults are declared where they are written, with ``registry.fault`` (see ``registry`` for
 the stages they hook into): serving faults in ``faults_serving``, content faults in
 ``faults_content``, the usage chunk and streamed text in ``faults_stream``, request
-parameters honoured wrongly in ``faults_request``. To add one, write its transformer there under ``@fault(name,
+parameters honoured wrongly in ``faults_request``, features declined with a proper 400
+(capability switches) in ``faults_declines``. To add one, write its transformer there under ``@fault(name,
 description, stage, ...)``; the catalogue below is built from the registry.
 """
 
@@ -23,6 +24,7 @@ from collections.abc import Iterable
 # Importing the definition modules registers their faults.
 from conformance.reference import (  # noqa: F401
     faults_content,
+    faults_declines,
     faults_request,
     faults_serving,
     faults_stream,

@@ -100,25 +100,6 @@ def _context_window_ignored(error: ApiError) -> ApiError | None:
     return None if error.code == _OVER_WINDOW else error
 
 
-@fault(
-    "reject-token-prompts",
-    "Token-array prompts are rejected with a proper 400 envelope (a capability gap).",
-    "request",
-    tolerated=True,
-    capability=True,
-)
-def _reject_token_prompts(request: CompletionRequest) -> ApiError | None:
-    if not request.token_prompt:
-        return None
-    return ApiError(
-        400,
-        "Token-id prompts are not supported by this model.",
-        code="unsupported_value",
-        origin="capability",
-        param="prompt",
-    )
-
-
 # --- errors, auth, rate limits -----------------------------------------------------------
 
 
@@ -384,26 +365,6 @@ def _oov_500(error: ApiError) -> ApiError:
         code="internal_error",
         origin="server",
         type_="server_error",
-    )
-
-
-# --- a feature declined in one form only -------------------------------------------------
-
-
-@fault(
-    "echo-declined-token-prompts",
-    "`echo` is declined with a proper 400 when the prompt is token ids (text prompts echo).",
-    "request",
-)
-def _echo_declined_token_prompts(request: CompletionRequest) -> ApiError | None:
-    if not (request.echo and request.token_prompt):
-        return None
-    return ApiError(
-        400,
-        "echo is not supported with token-id prompts.",
-        code="unsupported_parameter",
-        origin="capability",
-        param="echo",
     )
 
 

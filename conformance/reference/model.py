@@ -359,6 +359,7 @@ def generate(
     variant: str = "",
     stop_in_one_token: bool = False,
     stop_finish: str = "stop",
+    eos_after: int | None = None,
 ) -> Completion:
     """Generate one completion of ``prompt``.
 
@@ -366,7 +367,8 @@ def generate(
     A stop string ends generation and is cut out of the text (``include_stop`` keeps
     it, ``natural_stop=False`` disables end-of-text draws, ``stop_in_one_token`` matches
     a stop only inside one token and ``stop_finish`` is the finish_reason of a stop
-    sequence's end: they exist only so the fault switch can break these rules).
+    sequence's end: they exist only so the fault switch can break these rules; ``eos_after``
+    ends every completion naturally after that many tokens, a tiny model's legal habit).
     ``variant`` perturbs the model itself.
     """
     stops = tuple(s for s in stop if s)
@@ -379,6 +381,8 @@ def generate(
     text = ""
     for step in range(max_tokens):
         a, b, u = _step_state(key, step, prev)
+        if eos_after is not None and step >= eos_after:
+            return Completion(tuple(tokens), "stop")
         eos_possible = natural_stop and step >= MIN_NATURAL_TOKENS
         if eos_possible and (u if rng is None else rng.random()) < EOS_PROBABILITY:
             return Completion(tuple(tokens), "stop")

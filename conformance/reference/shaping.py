@@ -63,6 +63,10 @@ class Plan:
     default_max_tokens: bool = False
     #: The finish_reason of a completion that a stop sequence ended.
     stop_finish: str = "stop"
+    #: End every completion naturally after this many tokens (a tiny model's short answers).
+    eos_after: int | None = None
+    #: The prompts as text, for a fault that answers some prompts unlike others.
+    texts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +110,7 @@ def _plan(request: CompletionRequest, faults: ActiveFaults, *, streamed: bool) -
         stop=request.stop,
         echo=request.echo,
         default_max_tokens="max_tokens" not in request.present,
+        texts=tuple(p.text for p in request.prompts),
     )
     return faults.fold("plan", plan)
 
@@ -137,6 +142,7 @@ def generate(request: CompletionRequest, plan: Plan, faults: ActiveFaults) -> li
                 variant=plan.variant,
                 stop_in_one_token=plan.stop_in_one_token,
                 stop_finish=plan.stop_finish,
+                eos_after=plan.eos_after,
             )
             for c in range(candidates)
         ]

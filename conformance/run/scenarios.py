@@ -193,23 +193,45 @@ def _greedy(settings: Settings, prompt: str) -> dict[str, Any]:
     }
 
 
+#: The prompts the stop probe tries, in order, until one answer has words to pick from: a
+#: tiny or random model may answer one word, or bytes, to the first.
+STOP_PROBE_PROMPTS = (
+    "Count slowly from one to twenty:",
+    "Write two sentences about the sea.",
+    "List ten colours, separated by spaces:",
+)
+
+
 def _stop_probe(item: ItemRun, _: Any) -> None:
     """Ask once at temperature 0, then again with stop sequences taken from the first
     answer: one of its words, and a piece across a word boundary (the end of one word and
     the start of the next), which spans two tokens on every tokenizer that splits at
     whitespace: a server that matches stop sequences only inside one token misses it. Each
-    is sent streamed too; all go out at once: two latencies in a row, not three."""
+    is sent streamed too; all go out at once: two latencies in a row, not three. An answer
+    too short to pick from is legal: the next prompt is tried, and after the last the
+    probe says why it could not run (a stated reason)."""
     spec = item.spec
-    body = _greedy(item.settings, "Count slowly from one to twenty:")
-    first = item.send(case(spec, body, label="stop probe: first answer"))
-    text = first_text(first.json if first else None) or ""
-    # U+FFFD stands for bytes that are not UTF-8: no server can match it as a stop.
-    words = [w for w in re.findall(r"\S+", text) if "\ufffd" not in w]
-    if len(words) < 2:
+    for prompt in STOP_PROBE_PROMPTS:
+        body = _greedy(item.settings, prompt)
+        first = item.send(case(spec, body, label="stop probe: first answer"))
+        text = first_text(first.json if first else None) or ""
+        # U+FFFD stands for bytes that are not UTF-8: no server can match it as a stop.
+        words = [w for w in re.findall(r"\S+", text) if "\ufffd" not in w]
+        if len(words) >= 2:
+            break
+        if first is None or first.status != 200:
+            # No answer, or a refusal: not a short answer (other requirements judge it).
+            raise ScenarioSkipped(
+                "the first answer was no completion to pick a stop sequence from",
+                ("STOP-PROBE",),
+                SkipCause.TARGET,
+            )
+    else:
         raise ScenarioSkipped(
-            "the first answer has too few words to pick a stop sequence from",
+            f"the target's answers to {len(STOP_PROBE_PROMPTS)} prompts each had fewer than "
+            "two words to pick a stop sequence from",
             ("STOP-PROBE",),
-            SkipCause.TARGET,
+            SkipCause.SHORT_ANSWER,
         )
     picks = [(words[len(words) // 2], "")]
     across = across_words(text)

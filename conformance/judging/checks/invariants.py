@@ -69,6 +69,7 @@ def _plain_twin(ctx: Context, tag: str) -> Exchange | None:
         and _plain_twin(ctx, N_TWIN_TAG) is not None
         and (completion(ctx) or _declined(ctx))
     ),
+    needs=("n",),
 )
 def prompt_tokens_per_prompt(ctx: Context) -> None:
     if _declined(ctx):
@@ -182,6 +183,7 @@ def _scores_prompt(ctx: Context) -> bool:
     evidence="client-visible",
     scope=declares("echo"),
     applies=_scores_prompt,
+    needs=("echo", "logprobs"),
 )
 def echo_logprobs_prompt(ctx: Context) -> None:
     prompts, n = ctx.case.prompts, ctx.case.n

@@ -107,6 +107,7 @@ def logprobs_presence(ctx: Context) -> None:
     evidence="client-visible",
     scope=LOGPROBS_SCOPE,
     when=_logprobs_in,
+    needs=("logprobs",),
 )
 def logprobs_shape(ctx: Context, ans: Answer) -> None:
     check_shape(ans.choices)
@@ -124,6 +125,7 @@ def logprobs_shape(ctx: Context, ans: Answer) -> None:
     otherwise="client-visible",
     scope=LOGPROBS_SCOPE,
     when=_joined,
+    needs=("logprobs",),
 )
 def logprobs_values(ctx: Context, ans: Answer) -> None:
     check_values(ctx, ans.choices)
@@ -142,6 +144,7 @@ def logprobs_values(ctx: Context, ans: Answer) -> None:
     otherwise="openai-contract",
     scope=LOGPROBS_SCOPE,
     when=lambda ctx: _joined(ctx) and asked_logprobs(ctx) is not None,
+    needs=("logprobs",),
 )
 def logprobs_top_count(ctx: Context, ans: Answer) -> None:
     check_top_count(ctx, ans.choices)
@@ -162,6 +165,7 @@ def logprobs_top_count(ctx: Context, ans: Answer) -> None:
     otherwise="openai-contract",
     scope=LOGPROBS_SCOPE,
     when=lambda ctx: _joined(ctx) and bool(requested_logprobs(ctx.case.body)),
+    needs=("logprobs",),
 )
 def logprobs_top_full(ctx: Context, ans: Answer) -> None:
     check_top_full(ctx, ans.choices)
@@ -180,6 +184,7 @@ def logprobs_top_full(ctx: Context, ans: Answer) -> None:
     evidence="client-visible",
     scope=LOGPROBS_SCOPE,
     when=_logprobs_in,
+    needs=("logprobs",),
 )
 def logprobs_offsets(ctx: Context, ans: Answer) -> None:
     check_offsets(ctx, ans.choices)
@@ -198,6 +203,7 @@ def logprobs_offsets(ctx: Context, ans: Answer) -> None:
     applies=lambda ctx: (
         _has_logprobs(ctx) or (by_index(ctx) and requested_logprobs(ctx.case.body) is not None)
     ),
+    needs=("logprobs",),
 )
 def logprobs_tokens_text(ctx: Context) -> None:
     if ctx.exchange.events is None:

@@ -336,6 +336,7 @@ def check_finish_enum(allowed: tuple[str, ...], choices: Labelled) -> None:
     when=lambda ctx: (
         echoed(ctx) and all(isinstance(p, str) for p in ctx.case.prompts) and prompts_known(ctx)
     ),
+    needs=("echo",),
 )
 def echo_prefix(ctx: Context, ans: Answer) -> None:
     for name, choice in ans.choices:
@@ -360,6 +361,7 @@ def echo_prefix(ctx: Context, ans: Answer) -> None:
     otherwise="openai-contract",
     scope=declares("stop"),
     when=lambda ctx: bool(stops(ctx)),
+    needs=("stop",),
 )
 def stop_absent(ctx: Context, ans: Answer) -> None:
     found = stop_in_text(ctx, ans.choices)
@@ -394,6 +396,7 @@ def stop_in_text(ctx: Context, choices: Labelled) -> tuple[str, str] | None:
     otherwise="openai-contract",
     scope=declares("suffix"),
     when=lambda ctx: request_suffix(ctx) is not None,
+    needs=("suffix",),
 )
 def suffix_absent(ctx: Context, ans: Answer) -> None:
     for name, choice in ans.choices:

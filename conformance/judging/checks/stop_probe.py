@@ -30,6 +30,7 @@ SHOULD = Level.SHOULD
     applies=lambda ctx: (
         completion(ctx) and "probe:stop" in ctx.case.tags and bool(ctx.related) and bool(stops(ctx))
     ),
+    needs=("stop",),
 )
 def stop_probe(ctx: Context) -> None:
     first = choices_of(ctx.related[0].json)

@@ -273,6 +273,7 @@ def in_both_modes(
     scope: Scope | None = None,
     stated: Stated | None = None,
     otherwise: str = "",
+    needs: tuple[str, ...] = (),
 ) -> Callable[[Rule], Rule]:
     """Register ``rule`` under ``body_id`` for bodies and ``stream_id`` for streams.
 
@@ -306,6 +307,7 @@ def in_both_modes(
                 scope=scope,
                 stated=stated,
                 otherwise=otherwise,
+                needs=needs,
             )(check)
         return rule
 
