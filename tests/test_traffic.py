@@ -335,6 +335,36 @@ def test_a_judge_that_breaks_is_a_suite_error(
     assert verdict["verdict"] == "error" and code == 4
 
 
+UNREADABLE = {
+    "missing.har": (None, "cannot be read: No such file or directory"),
+    "binary.har": (b"\x00\xff\xfe junk", "cannot be read: not UTF-8 text"),
+    "notes.txt": (b"hello world\n", "not a HAR, JSONL or transcript file: not JSON"),
+    "list.json": (b"[1, 2]", "not a HAR, JSONL or transcript file: JSON with neither"),
+    "junk.jsonl": (b"x\ny\n", "not a HAR, JSONL or transcript file: no line is JSON"),
+    "cut.har": (b'{"log": {"entries": [', "not a HAR, JSONL or transcript file: not JSON"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNREADABLE))
+def test_a_file_that_cannot_be_read_is_bad_input_and_nothing_else(
+    tmp_path: Path, name: str
+) -> None:
+    """Issue 32: ``judge nope.har`` wrote six reports and printed ``verdict: incomplete
+    (60 MUST requirement(s) untested)`` before its ERROR. Now: one ERROR line naming the
+    file, no verdict, no report, exit 4; a readable file beside it changes nothing."""
+    content, said = UNREADABLE[name]
+    path = tmp_path / name
+    if content is not None:
+        path.write_bytes(content)
+    good = write_har(tmp_path / "good.har", [completion_entry()])
+    where = path if said.startswith("cannot be read") else name  # the path as given
+    for files in ((path,), (good, path)):
+        code, out, err, _ = judge(tmp_path, *files)
+        assert (code, out) == (4, "")
+        assert err.count("\n") == 1 and err.startswith(f"ERROR: {where}: {said}"), err
+        assert not (tmp_path / "reports").exists()
+
+
 def test_unreadable_file_and_unknown_spec(tmp_path: Path) -> None:
     code, _, err, _ = judge(tmp_path, tmp_path / "missing.har")
     assert code == 4 and err.startswith("ERROR: ") and "missing.har: cannot be read" in err

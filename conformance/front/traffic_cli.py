@@ -5,13 +5,17 @@ suite's transcript files and JSONL exchanges (docs/traffic.md), judges every req
 the document's operation with the suite's requirements (conformance.judging.traffic_judge), and
 writes the run's reports plus verdict.json and traffic.html. An entry that cannot be read
 is one ``ERROR:`` line naming the file and the entry; the others are still judged and
-reported, and the exit status is then 4 (bad input). Otherwise it is the verdict's.
+reported, and the exit status is then 4 (bad input). A file that cannot be read at all
+(missing, not text, none of the formats) is bad input before anything is judged: one
+``ERROR:`` line, no verdict, no report, exit 4. Otherwise the exit status is the verdict's.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -19,6 +23,7 @@ from conformance.judging.contract import DEFAULT_CONTRACT, Contract
 from conformance.judging.outcomes import BAD_INPUT
 
 if TYPE_CHECKING:
+    from conformance.judging.traffic import Entry
     from conformance.judging.traffic_judge import TrafficJudge
 
 PROG = "completions-conformance judge"
@@ -68,17 +73,27 @@ def judge_files(
     err: TextIO,
     contract: Contract = DEFAULT_CONTRACT,
 ) -> tuple[TrafficJudge, int]:
-    """Judge every entry of ``paths``; the judge, and how many entries went wrong."""
+    """Judge every entry of ``paths``; the judge, and how many entries went wrong. Raises
+    the BadEntry of the first file that cannot be read at all, before judging anything."""
     from conformance.judging.spec import load_spec
-    from conformance.judging.traffic import operation_of, read
+    from conformance.judging.traffic import BadEntry, operation_of, read
     from conformance.judging.traffic_judge import TrafficJudge
 
     spec = load_spec(spec_name, strict=strict, contract=contract)
-    judge = TrafficJudge(spec, target=", ".join(p.name for p in paths))
     wanted = operation_of(spec)
-    problems = 0
+    # A file unreadable as a whole says so in its first entry: look at every file's first
+    # before judging, so that a run over files that are not there writes no report.
+    readers: list[Iterator[Entry]] = []
     for path in paths:
-        for entry in read(path, wanted):
+        entries = read(path, wanted)
+        first = next(entries, None)
+        if isinstance(first, BadEntry) and first.whole:
+            raise first
+        readers.append(itertools.chain(() if first is None else (first,), entries))
+    judge = TrafficJudge(spec, target=", ".join(p.name for p in paths))
+    problems = 0
+    for entries in readers:
+        for entry in entries:
             line = judge.take(entry)
             if line is not None:
                 problems += 1
@@ -91,6 +106,7 @@ def main(
 ) -> int:
     args = parser().parse_args(argv)
     from conformance.judging.spec import SpecError
+    from conformance.judging.traffic import BadEntry
     from conformance.reports.traffic import write_traffic_reports
 
     try:
@@ -99,6 +115,9 @@ def main(
         )
     except SpecError as exc:
         print(f"ERROR: --spec {args.spec}: {exc}", file=err)
+        return BAD_INPUT
+    except BadEntry as exc:  # a file unreadable as a whole: nothing was judged
+        print(f"ERROR: {exc}", file=err)
         return BAD_INPUT
     snapshot = judge.snapshot()
     written = write_traffic_reports(snapshot, Path(args.report_dir))

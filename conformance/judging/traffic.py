@@ -12,7 +12,9 @@ scrubbed from the answer (conformance.run.client.scrub), as for the suite's own 
 
 Readers (:func:`read`) yield each entry or a :class:`BadEntry` naming the file and the
 entry, and go on: one bad entry never loses the others, a truncated HAR gives up the
-entries before the cut. Formats: docs/traffic.md.
+entries before the cut. A file that cannot be read at all (missing, not text, none of the
+formats) is one BadEntry, ``whole``, the first and only one it yields: the judge then
+judges nothing (bad input). Formats: docs/traffic.md.
 """
 
 from __future__ import annotations
@@ -54,12 +56,14 @@ FALSE_ENCODING = "_falseEncoding"
 
 
 class BadEntry(ConformanceError):
-    """An entry that cannot be judged: ``where`` names the file and the entry."""
+    """An entry that cannot be judged: ``where`` names the file and the entry; ``whole``:
+    the file itself cannot be read, so it holds no entry at all."""
 
-    def __init__(self, where: str, message: str) -> None:
+    def __init__(self, where: str, message: str, *, whole: bool = False) -> None:
         super().__init__(f"{where}: {message}")
         self.where = where
         self.message = message
+        self.whole = whole
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,11 +258,15 @@ def exchange_of(spec: Spec, seen: Seen) -> Exchange:
 def read(path: Path, wanted: Wanted = everything) -> Iterator[Entry]:
     """Every entry of a HAR, JSONL or transcript file: a Seen for each ``wanted`` request,
     a Passed for the others, a BadEntry for each one that cannot be read (the file itself
-    unreadable: one BadEntry naming the file)."""
+    unreadable: one ``whole`` BadEntry naming the file)."""
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        yield BadEntry(str(path), f"cannot be read: {exc}")
+    except OSError as exc:
+        yield BadEntry(str(path), f"cannot be read: {exc.strerror or exc}", whole=True)
+        return
+    except UnicodeDecodeError as exc:
+        why = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+        yield BadEntry(str(path), f"cannot be read: {why}", whole=True)
         return
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         yield from read_jsonl(path.name, text, wanted)
@@ -269,23 +277,26 @@ def read(path: Path, wanted: Wanted = everything) -> Iterator[Entry]:
         if '"log"' in text[:4096] and '"entries"' in text:
             yield from salvage_har(path.name, text, exc, wanted)
         else:
-            yield BadEntry(path.name, f"not JSON ({exc})")
+            yield BadEntry(path.name, f"{NOT_TRAFFIC}: not JSON ({exc})", whole=True)
         return
     if isinstance(data, dict) and isinstance(data.get("log"), dict):
         yield from read_har(path.name, data, wanted)
     elif isinstance(data, dict) and "request" in data and "response" in data:
         yield transcript_entry(path.name, data)
     else:
-        yield BadEntry(
-            path.name, "neither a HAR (log.entries) nor a transcript (request, response)"
-        )
+        why = "JSON with neither log.entries (HAR) nor request and response (transcript)"
+        yield BadEntry(path.name, f"{NOT_TRAFFIC}: {why}", whole=True)
+
+
+#: What a file that is none of the formats read here is called.
+NOT_TRAFFIC = "not a HAR, JSONL or transcript file"
 
 
 def transcript_entry(where: str, data: Mapping[str, Any]) -> Entry:
     """A transcript file (tests/transcripts/README.md): one exchange with its own Case."""
     request, response = data["request"], data["response"]
     if not isinstance(request, dict) or not isinstance(response, dict):
-        return BadEntry(where, "request and response must be objects")
+        return BadEntry(where, "request and response must be objects", whole=True)
     raw = request.get("raw_body")
     body = raw.encode() if isinstance(raw, str) else json.dumps(request.get("body")).encode()
     return Seen(
@@ -302,7 +313,7 @@ def transcript_entry(where: str, data: Mapping[str, Any]) -> Entry:
 def read_har(name: str, data: Mapping[str, Any], wanted: Wanted) -> Iterator[Entry]:
     entries = data["log"].get("entries")
     if not isinstance(entries, list):
-        yield BadEntry(name, "log.entries is not a list")
+        yield BadEntry(name, f"{NOT_TRAFFIC}: log.entries is not a list", whole=True)
         return
     for i, entry in enumerate(entries, 1):
         yield har_entry(f"{name} entry {i}", entry, wanted)
@@ -324,7 +335,10 @@ def salvage_har(name: str, text: str, error: ValueError, wanted: Wanted) -> Iter
             break
         count += 1
         yield har_entry(f"{name} entry {count}", entry, wanted)
-    yield BadEntry(f"{name} entry {count + 1}", f"the HAR is truncated or not JSON ({error})")
+    if count == 0:  # nothing before the cut: the file holds no entry at all
+        yield BadEntry(name, f"{NOT_TRAFFIC}: not JSON ({error})", whole=True)
+    else:
+        yield BadEntry(f"{name} entry {count + 1}", f"the HAR is truncated or not JSON ({error})")
 
 
 def _pairs(items: Any) -> tuple[tuple[str, str], ...]:
@@ -390,17 +404,21 @@ def har_entry(where: str, entry: Any, wanted: Wanted = everything) -> Entry:
 
 
 def read_jsonl(name: str, text: str, wanted: Wanted = everything) -> Iterator[Entry]:
-    """One exchange per line (docs/traffic.md); blank lines are skipped."""
+    """One exchange per line (docs/traffic.md); blank lines are skipped. A file none of
+    whose lines is JSON is not JSONL at all: one ``whole`` BadEntry, not one per line."""
+    rows: list[tuple[str, Any, ValueError | None]] = []  # (where, value, why not JSON)
     for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{name} line {n}"
-        try:
-            data = json.loads(line)
-        except ValueError as exc:
-            yield BadEntry(where, f"not JSON ({exc})")
-            continue
-        yield jsonl_entry(where, data, wanted)
+        if line.strip():
+            try:
+                rows.append((f"{name} line {n}", json.loads(line), None))
+            except ValueError as exc:
+                rows.append((f"{name} line {n}", None, exc))
+    if rows and all(exc is not None for _, _, exc in rows):
+        where, _, first = rows[0]
+        yield BadEntry(name, f"{NOT_TRAFFIC}: no line is JSON ({where}: {first})", whole=True)
+        return
+    for where, data, exc in rows:
+        yield BadEntry(where, f"not JSON ({exc})") if exc else jsonl_entry(where, data, wanted)
 
 
 def _bytes(part: Mapping[str, Any], key: str) -> bytes:
