@@ -413,12 +413,12 @@ def read_jsonl(name: str, text: str, wanted: Wanted = everything) -> Iterator[En
                 rows.append((f"{name} line {n}", json.loads(line), None))
             except ValueError as exc:
                 rows.append((f"{name} line {n}", None, exc))
-    if rows and all(exc is not None for _, _, exc in rows):
+    if rows and all(why is not None for _, _, why in rows):
         where, _, first = rows[0]
         yield BadEntry(name, f"{NOT_TRAFFIC}: no line is JSON ({where}: {first})", whole=True)
         return
-    for where, data, exc in rows:
-        yield BadEntry(where, f"not JSON ({exc})") if exc else jsonl_entry(where, data, wanted)
+    for where, data, why in rows:
+        yield BadEntry(where, f"not JSON ({why})") if why else jsonl_entry(where, data, wanted)
 
 
 def _bytes(part: Mapping[str, Any], key: str) -> bytes:
