@@ -116,6 +116,15 @@ def test_conformant_traffic_is_incomplete_never_passed(tmp_path: Path) -> None:
     assert musts and all(r["reason"].startswith("not observable from traffic") for r in musts)
     unobserved = [r for r in verdict["reasons"] if "not observable from traffic: " in r]
     assert unobserved and "MODEL-NOT-FOUND" in unobserved[0]
+    # Issue 32: a MUST that cannot apply under the document is "not applicable", with why.
+    headers = by_id["RESP-HEADERS-REQUIRED"]
+    assert (headers["status"], headers["reason"]) == (
+        "not-applicable",
+        "the spec requires no response header",
+    )
+    page = (tmp_path / "reports" / "traffic.html").read_text(encoding="utf-8")
+    badge = '<span class="badge s-not-applicable" title="the spec requires no response header">'
+    assert f"{badge}not applicable</span>" in page
     assert by_id["RESP-SCHEMA"]["status"] == "passed"
     for name in ("junit.xml", "report.html", "results.json", "summary.md", "traffic.html"):
         assert (tmp_path / "reports" / name).is_file()

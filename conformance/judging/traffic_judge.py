@@ -33,7 +33,7 @@ from conformance.judging.judge import judge_into
 from conformance.judging.latency import stream_latency
 from conformance.judging.record import RunRecord, ScenarioRun, SkipCause
 from conformance.judging.requirements import REGISTRY, Requirement
-from conformance.judging.results import Finding, Results, Tally
+from conformance.judging.results import Finding, Results, Status, Tally
 from conformance.judging.run_info import RegistryEntry, SpecNote, TrafficCounts, Unobservable
 from conformance.judging.spec import Spec
 from conformance.judging.spec_notes import document_meta, registry
@@ -113,12 +113,12 @@ class Snapshot:
             "started": info.started,
             "traffic": None if info.traffic is None else info.traffic.to_json(),
             **_verdict_json(self.verdict),
-            "requirements": requirement_rows(self.overall),
+            "requirements": requirement_rows(self.overall, self.verdict),
             "models": {
                 model: {
                     "exchanges": results.spent.requests,
                     **_verdict_json(verdict),
-                    "requirements": requirement_rows(results),
+                    "requirements": requirement_rows(results, verdict),
                 }
                 for model, (results, verdict) in self.models.items()
             },
@@ -134,20 +134,27 @@ def _verdict_json(verdict: Verdict) -> dict[str, Any]:
     }
 
 
-def requirement_rows(results: Results) -> list[dict[str, Any]]:
-    """One row per requirement: how it fared on the traffic, why when not judged, and the
+def requirement_rows(results: Results, verdict: Verdict) -> list[dict[str, Any]]:
+    """One row per requirement: how it fared on the traffic, why when not judged (a MUST
+    the verdict's coverage names not applicable says so, never "not tested"), and the
     evidence of its findings (the tally's examples)."""
+    excused = {u.id: u.reason for u in verdict.coverage.not_applicable}
     rows = []
     for t in results.tallies.values():
         unseen = t.id in UNOBSERVABLE and not exercised(t)
+        status, reason = t.status.value, ""
+        if unseen:
+            status, reason = "not-observable", UNOBSERVABLE[t.id]
+        elif t.id in excused and t.status in (Status.NOT_TESTED, Status.UNSUPPORTED):
+            status, reason = Status.NOT_APPLICABLE.value, excused[t.id]
         rows.append(
             {
                 "id": t.id,
                 "level": t.level,
                 "area": t.area,
                 "statement": t.statement,
-                "status": "not-observable" if unseen else t.status.value,
-                "reason": UNOBSERVABLE[t.id] if unseen else "",
+                "status": status,
+                "reason": reason,
                 "checked": t.checked,
                 "failed": t.failed,
                 "unsupported": t.unsupported,
