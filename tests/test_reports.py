@@ -21,6 +21,7 @@ from conformance.reports.catalogue import render_catalogue
 from conformance.reports.html import render_html
 from conformance.reports.junit import build_junit
 from conformance.reports.schema import results_schema, schema_errors
+from conformance.reports.summary import by_area_and_level, scores
 
 ROOT = Path(__file__).resolve().parent.parent
 XSS = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>']
@@ -219,6 +220,25 @@ def test_junit_untested_is_skipped_and_declined_capability_is_not_a_failure() ->
     assert declined.find("failure") is None and declined.find("skipped") is None
     assert "declined with 400" in (declined.findtext("system-out") or "")
     assert cases["MUST-PASS"].find("failure") is None
+
+
+def test_a_must_declined_on_every_exchange_is_not_applicable_in_every_report() -> None:
+    """A MUST whose feature the target declined with a proper 4xx (coverage: not
+    applicable) was "unsupported" in JUnit, counted "not tested" and scored as failed."""
+    results = Results.for_requirements(REQS)
+    results.record(_exchange(), [Finding("MUST-PASS", "passed")])
+    results.record(_exchange(), [Finding("MUST-UNTESTED", "unsupported", "declined with 400")])
+    why = "the target declined the feature with a proper 4xx (1x)"
+    coverage = {"untested": [], "not_applicable": [{"id": "MUST-UNTESTED", "reason": why}]}
+    set_meta(results, verdict="passed", coverage=coverage)
+    case = _cases(results)["MUST-UNTESTED"]
+    assert case.get("name") == "MUST-UNTESTED (not applicable)"
+    assert case.findtext("skipped") == f"not applicable: {why}"
+    assert case.find("system-out") is None
+    page = render_html(results)
+    assert f'title="{why}">not applicable</span>' in page
+    assert scores(results)["MUST"].text() == "100% (1/1)"  # not tested, so no score
+    assert by_area_and_level(results)["total"]["MUST"].not_applicable == 1
 
 
 def test_junit_survives_characters_xml_cannot_carry(tmp_path: Path) -> None:
