@@ -31,6 +31,12 @@ UNICODE_PROMPTS = (
     ("prompt with U+2028/U+2029", "line one\u2028line two\u2029next paragraph"),
     ("combining marks and CJK prompt", "e\u0301 n\u0303 Z\u0337 你好，世界"),
 )
+#: Non-ASCII text to be echoed with logprobs: its offsets show whether a server counts
+#: characters (OpenAI) or UTF-8 bytes (llama-cpp-python before PR 1037).
+NON_ASCII_PROMPT = "Café ☕ naïve 東京 😀 done"
+#: A prompt with control characters that any JSON string may hold: echoed, it must come
+#: back whole (llama.cpp cut prompts at a NUL: PR 25548). Declining it with a 4xx is legal.
+CONTROL_PROMPT = "Say\u0000 hi\u0001 there\r and\u001f more"
 #: Two prompts, neither the start of the other, for the choices of n with echo: each
 #: choice's text shows which prompt it answers, so a choice at the wrong index shows
 #: (OpenAI: choice j of prompt i at i × n + j). The first is the longer by 7 tokens, so a
@@ -178,11 +184,17 @@ def _feature_edges(plan: Plan, view: SchemaView) -> list[tuple[str, dict[str, An
         edges.append((f"logprobs at its maximum ({high})", {"logprobs": high}))
         if plan.echo:
             edges.append(("echo with logprobs", {"echo": True, "logprobs": high}))
+            if view.accepts("prompt", NON_ASCII_PROMPT):
+                body = {"echo": True, "logprobs": high, "prompt": NON_ASCII_PROMPT}
+                edges.append(("echo with logprobs, a non-ASCII prompt", body))
             if plan.max_tokens is not None and plan.max_tokens[0] == 0:
                 scoring = {"echo": True, "logprobs": min(max(1, low), high), "max_tokens": 0}
                 edges.append(("echo, logprobs, max_tokens=0: scoring the prompt", scoring))
     if plan.echo:
         edges.append(("echo without logprobs", {"echo": True}))
+        if view.accepts("prompt", CONTROL_PROMPT):
+            label = "echo, a prompt with control characters (NUL, U+0001, a lone CR)"
+            edges.append((label, {"echo": True, "prompt": CONTROL_PROMPT}))
     if plan.stop_items is not None:
         most = plan.stop_items[1]
         stops: Any = ["\n", ".", "。", "👋", "END", "###"][:most]
@@ -241,6 +253,10 @@ def _stream_edges(plan: Plan, view: SchemaView) -> list[tuple[str, dict[str, Any
         edges.append(("stream with logprobs", {"stream": True, "logprobs": plan.logprobs[1]}))
     if plan.echo:
         edges.append(("stream with echo", {"stream": True, "echo": True}))
+        if plan.logprobs is not None and view.accepts("prompt", NON_ASCII_PROMPT):
+            top = min(max(1, plan.logprobs[0]), plan.logprobs[1])
+            body = {"stream": True, "echo": True, "logprobs": top, "prompt": NON_ASCII_PROMPT}
+            edges.append(("stream with echo and logprobs, a non-ASCII prompt", body))
     mixed: dict[str, Any] = {"stream": True}
     if plan.n is not None and plan.n[0] <= 2 <= plan.n[1]:
         mixed["n"] = 2

@@ -1003,6 +1003,29 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
         p.json(max_tokens=None)["usage"]["completion_tokens"] > 16
     ),
     "echo-logprobs-completion-only": lambda p: _lp(p, echo=True, max_tokens=0)["tokens"] == [],
+    # The returned text (faults_text): offsets in bytes, a stop's head kept, a prompt cut.
+    "text-offset-bytes": lambda p: (lambda lp: lp["text_offset"][2] == len("Café ☕".encode()))(
+        p.json(prompt="Café ☕ naïve", echo=True, logprobs=1, max_tokens=1)["choices"][0][
+            "logprobs"
+        ]
+    ),
+    "stop-head-kept": lambda p: (
+        STOP_ACROSS[:2] == p.json(max_tokens=12, stop=[STOP_ACROSS])["choices"][0]["text"][-2:]
+    ),
+    "stream-stop-head-kept": lambda p: (
+        STOP_ACROSS[:2]
+        in "".join(stream_texts(chunks_of(p.stream(max_tokens=12, stop=[STOP_ACROSS]))).values())
+        and STOP_ACROSS[:2] not in p.json(max_tokens=12, stop=[STOP_ACROSS])["choices"][0]["text"]
+    ),
+    "prompt-cut-at-nul": lambda p: (
+        not (
+            p.json(prompt="Say\u0000 hi there", echo=True, max_tokens=1)["choices"][0]["text"]
+        ).startswith("Say\u0000 hi there")
+    ),
+    "stream-cut-after-first-chunk": lambda p: len(chunks_of(p.stream(max_tokens=8))) == 1,
+    "top-logprobs-byte-collisions": lambda p: (
+        "" in p.json(logprobs=5, max_tokens=2)["choices"][0]["logprobs"]["top_logprobs"][0]
+    ),
     # Capability switches (faults_declines): the feature is a 400, a plain request is 200.
     "decline-echo": lambda p: p.post(echo=True).status_code == 400 and p.post().status_code == 200,
     "decline-suffix": lambda p: p.post(suffix=" end").status_code == 400,

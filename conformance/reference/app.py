@@ -206,6 +206,7 @@ async def _completions(request: Request) -> Response:
         )
         if declined is not None:
             raise declined
+        parsed = target.faults.fold("parsed", parsed)
     except ApiError as error:
         return _error_response(target, error)
     if target.pacing.first_byte:

@@ -13,7 +13,8 @@ Faults are declared where they are written, with ``registry.fault`` (see ``regis
 the stages they hook into): serving faults in ``faults_serving``, content faults in
 ``faults_content``, the usage chunk and streamed text in ``faults_stream``, request
 parameters honoured wrongly in ``faults_request``, features declined with a proper 400
-(capability switches) in ``faults_declines``. To add one, write its transformer there under ``@fault(name,
+(capability switches) in ``faults_declines``, the returned text's offsets, stop sequences
+and prompts in ``faults_text``. To add one, write its transformer there under ``@fault(name,
 description, stage, ...)``; the catalogue below is built from the registry.
 """
 
@@ -28,6 +29,7 @@ from conformance.reference import (  # noqa: F401
     faults_request,
     faults_serving,
     faults_stream,
+    faults_text,
 )
 from conformance.reference.registry import REGISTRY, ActiveFaults
 

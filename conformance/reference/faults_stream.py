@@ -155,3 +155,28 @@ fault(
     "on its own).",
     "stream",
 )(_each_generated_token(lambda text: "".join(c if c.isascii() else "\ufffd" for c in text)))
+
+
+# --- a stream cut short -------------------------------------------------------------------
+
+
+@fault(
+    "stream-cut-after-first-chunk",
+    "Each choice's stream ends after its first content chunk (no finish_reason); the usage "
+    "chunk and `data: [DONE]` still come: llama-cpp-python's concurrent streams (streamed).",
+    "stream",
+)
+def _cut_after_first_chunk(items: Items, ctx: StreamContext) -> Items:
+    kept: Items = []
+    seen: set[int] = set()
+    for it in items:
+        if not is_content(it):
+            kept.append(it)
+            continue
+        index = it["choices"][0]["index"]
+        if index not in seen:
+            seen.add(index)
+            first = copy.deepcopy(it)
+            first["choices"][0]["finish_reason"] = None
+            kept.append(first)
+    return kept

@@ -360,6 +360,7 @@ def generate(
     stop_in_one_token: bool = False,
     stop_finish: str = "stop",
     eos_after: int | None = None,
+    stop_head_kept: bool = False,
 ) -> Completion:
     """Generate one completion of ``prompt``.
 
@@ -368,7 +369,9 @@ def generate(
     it, ``natural_stop=False`` disables end-of-text draws, ``stop_in_one_token`` matches
     a stop only inside one token and ``stop_finish`` is the finish_reason of a stop
     sequence's end: they exist only so the fault switch can break these rules; ``eos_after``
-    ends every completion naturally after that many tokens, a tiny model's legal habit).
+    ends every completion naturally after that many tokens, a tiny model's legal habit;
+    ``stop_head_kept`` cuts a stop sequence by dropping only the token that completed it,
+    so the head of one that spans tokens stays in the text).
     ``variant`` perturbs the model itself.
     """
     stops = tuple(s for s in stop if s)
@@ -402,6 +405,8 @@ def generate(
             hit = _find_stop(text, start, stops)
             if hit is not None:
                 end = hit[0] + hit[1] if include_stop else hit[0]
+                if stop_head_kept:
+                    end = max(end, before)
                 return Completion(tuple(_cut(tokens, end)), stop_finish)
     return Completion(tuple(tokens), "length")
 

@@ -18,6 +18,7 @@ refusal       (ApiError) -> ApiError | None (None: go on) every refusal (auth, i
 admit         (count) -> ApiError | None                  each completion request, after auth
 request       (CompletionRequest) -> ApiError | None      after validation and the model check
 remembered    (CompletionRequest, dict) -> ApiError|None  after ``request``, with the target's memory
+parsed        (CompletionRequest) -> CompletionRequest    the request as the model is given it
 plan          (Plan) -> Plan                              what the model is asked to generate
 finish        (str) -> str                                each choice's finish_reason
 usage         (dict) -> dict                              both modes' usage objects
@@ -50,6 +51,7 @@ STAGES = (
     "admit",
     "request",
     "remembered",
+    "parsed",
     "plan",
     "finish",
     "usage",

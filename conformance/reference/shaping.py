@@ -65,6 +65,8 @@ class Plan:
     stop_finish: str = "stop"
     #: End every completion naturally after this many tokens (a tiny model's short answers).
     eos_after: int | None = None
+    #: Cut a stop sequence by dropping only the token that completed it (its head stays).
+    stop_head_kept: bool = False
     #: The prompts as text, for a fault that answers some prompts unlike others.
     texts: tuple[str, ...] = ()
 
@@ -143,6 +145,7 @@ def generate(request: CompletionRequest, plan: Plan, faults: ActiveFaults) -> li
                 stop_in_one_token=plan.stop_in_one_token,
                 stop_finish=plan.stop_finish,
                 eos_after=plan.eos_after,
+                stop_head_kept=plan.stop_head_kept,
             )
             for c in range(candidates)
         ]

@@ -210,6 +210,8 @@ def _stop_probe(item: ItemRun, _: Any) -> None:
     is sent streamed too; all go out at once: two latencies in a row, not three. An answer
     too short to pick from is legal: the next prompt is tried, and after the last the
     probe says why it could not run (a stated reason)."""
+    from conformance.judging.checks.semantics import STOP_PROBE_TAG
+
     spec = item.spec
     for prompt in STOP_PROBE_PROMPTS:
         body = _greedy(item.settings, prompt)
@@ -237,7 +239,7 @@ def _stop_probe(item: ItemRun, _: Any) -> None:
     across = across_words(text)
     if across is not None:
         picks.append((across, " (across a word boundary)"))
-    tags = frozenset({"probe:stop"})
+    tags = frozenset({STOP_PROBE_TAG})
     cases: list[tuple[Case, tuple[Exchange, ...]]] = []
     skipped: ScenarioSkipped | None = None
     for stop, how in picks:
@@ -245,10 +247,12 @@ def _stop_probe(item: ItemRun, _: Any) -> None:
             spec, {**body, "stop": [stop]}, label=f"stop probe: stop={stop!r}{how}", tags=tags
         )
         cases.append((second, (first,) if first else ()))
-        # The same stop, streamed: a stream must honour stop sequences too.
+        # The same stop, streamed: a stream must honour stop sequences too, and keep no
+        # head of one (judged against the same first answer).
         label = f"stop probe, streamed: stop={stop!r}{how}"
         try:
-            cases.append((case(spec, {**second.body, "stream": True}, label=label), ()))
+            streamed = case(spec, {**second.body, "stream": True}, label=label, tags=tags)
+            cases.append((streamed, (first,) if first else ()))
         except ScenarioSkipped as exc:
             skipped = exc
     sends = [(item.dispatch(c), related) for c, related in cases]

@@ -203,8 +203,10 @@ def check_top_full(ctx: Context, choices: Labelled) -> None:
     not a finding on its own. A shortfall is the server's when it cannot be one: a position
     with no entry, a position two or more short, or every position of a choice short (a
     collision does not recur at every position; one position alone proves nothing).
-    Positions holding a U+FFFD key are let through. OpenAI documents that fewer than
-    requested may come back, hence this bound is never a MUST.
+    Positions holding a key that renders as nothing or as U+FFFD are let through whatever
+    they lack: any number of byte-level candidates may decode to that one key (vLLM on a
+    byte-level tokenizer computed 5 of 5 where the dict kept 3). OpenAI documents that
+    fewer than requested may come back, hence this bound is never a MUST.
     """
     k = requested_logprobs(ctx.case.body) or 0
     for name, _, lp in logprobs_objects(choices):
@@ -213,7 +215,7 @@ def check_top_full(ctx: Context, choices: Labelled) -> None:
             (j, top)
             for j, top in enumerate(arrays(lp).get("top_logprobs", []))
             # Not an object: LOGPROBS-TOP-COUNT's finding.
-            if isinstance(top, dict) and not any(REPLACEMENT in str(t) for t in top)
+            if isinstance(top, dict) and not any(t == "" or REPLACEMENT in str(t) for t in top)
         ]
         short = [(j, top) for j, top in tops if len(top) < k]
         if not short:
@@ -237,19 +239,19 @@ def check_top_full(ctx: Context, choices: Labelled) -> None:
 
 
 def _check_span(ctx: Context, name: str, offsets: list[int], text: str) -> None:
-    """The offsets stay inside the text they describe (UTF-8 bytes bound characters).
+    """The offsets stay inside the text they describe, counted in characters.
 
     With echo they index the returned text from 0. Without echo servers count from the
     completion (vLLM) or from the prompt as they detokenize it (OpenAI, llama-cpp-python),
     so the origin is unknown: the offsets may span at most the returned text.
     """
     where = f"{path_of(name)}.logprobs.text_offset"
-    size, last = len(text.encode("utf-8")), len(offsets) - 1
+    size, last = len(text), len(offsets) - 1
     if echoed(ctx) and offsets[-1] > size:
         # Rests on the echo having happened: a server that ignored echo (ECHO-PREFIX's
         # finding) counts its offsets as without it, and this is no second defect.
         raise Violation(
-            f"{where} reaches {offsets[-1]}, past the end of the returned text ({size} bytes): "
+            f"{where} reaches {offsets[-1]}, past the end of the returned text ({size} characters): "
             "with echo the logprobs must describe the text returned",
             path=f"{where}[{last}]",
             expected=size,
@@ -258,7 +260,7 @@ def _check_span(ctx: Context, name: str, offsets: list[int], text: str) -> None:
         )
     if offsets[-1] - offsets[0] > size:
         raise Violation(
-            f"{where} spans {offsets[0]}..{offsets[-1]}, more than the {size} bytes of the "
+            f"{where} spans {offsets[0]}..{offsets[-1]}, more than the {size} characters of the "
             "returned text: an offset points past its end",
             path=f"{where}[{last}]",
             expected=offsets[0] + size,
@@ -286,16 +288,19 @@ def spelled_tokens(choice: dict[str, Any], lp: dict[str, Any]) -> list[str] | No
 
 
 def _check_advance(name: str, offsets: list[Any], tokens: list[str]) -> None:
-    """Each offset is the previous one plus the previous token's length (characters, or
-    UTF-8 bytes for servers that count bytes)."""
+    """Each offset is the previous one plus the previous token's length in characters:
+    offsets index the text a client holds (OpenAI counts characters; a server counting
+    UTF-8 bytes drifts after the first non-ASCII token: llama-cpp-python PR 1037)."""
     where = f"{path_of(name)}.logprobs.text_offset"
     for j in range(1, min(len(offsets), len(tokens))):
         step, token = offsets[j] - offsets[j - 1], tokens[j - 1]
-        if step not in (len(token), len(token.encode("utf-8"))):
+        if step != len(token):
+            in_bytes = step == len(token.encode("utf-8"))
             raise Violation(
                 f"{where}[{j}] is {offsets[j]}, but token {j - 1} ({token!r}) starts at "
                 f"{offsets[j - 1]} and is {len(token)} characters long: the offsets do not "
-                "follow the text",
+                "follow the text"
+                + (" (they count UTF-8 bytes, not characters)" if in_bytes else ""),
                 path=f"{where}[{j}]",
                 expected=offsets[j - 1] + len(token),
                 actual=offsets[j],

@@ -22,6 +22,7 @@ from conformance.judging.checks.common import (
     error_path,
     media_matches,
 )
+from conformance.judging.contract import Contract
 from conformance.judging.requirements import Context, Level, Violation, requirement
 from conformance.judging.spec import Spec, describe
 from conformance.judging.spec_errata import NULLED_FIELDS
@@ -217,7 +218,8 @@ def choice_text(ctx: Context) -> None:
     level=SHOULD,
     area="schema",
     statement="Fields the spec types as non-nullable (logprobs, finish_reason, usage) are "
-    "omitted rather than sent as null.",
+    "omitted rather than sent as null (under the openai-compatible contract a choice's "
+    "logprobs excepted: OpenAI's document makes it nullable and OpenAI sends it null).",
     source="spec: OpenAPI 3.0 types without nullable (policy null-response-fields)",
     evidence="spec-schema",
     scope=lambda spec: (
@@ -230,7 +232,13 @@ def choice_text(ctx: Context) -> None:
 def null_fields(ctx: Context) -> None:
     body = ctx.exchange.json
     nulled = [f for f in NULLED_FIELDS if f in body and body[f] is None]
+    # Under the openai-compatible contract a choice's `logprobs` is OpenAI's field, which
+    # OpenAI's document declares required and nullable and OpenAI's API sends as null when
+    # logprobs were not asked for (LiteLLM and vLLM do the same): not a finding. Asked
+    # for and null, it is LOGPROBS-PRESENCE's.
+    openai = ctx.spec.contract is Contract.OPENAI_COMPATIBLE
+    in_choices = [f for f in NULLED_FIELDS if not (openai and f == "logprobs")]
     for i, choice in enumerate(choices_of(body)):
-        nulled += [f"choices[{i}].{f}" for f in NULLED_FIELDS if f in choice and choice[f] is None]
+        nulled += [f"choices[{i}].{f}" for f in in_choices if f in choice and choice[f] is None]
     if nulled:
         raise Violation(f"null where the spec forbids it: {', '.join(nulled)}", path=nulled[0])

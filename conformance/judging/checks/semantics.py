@@ -354,8 +354,11 @@ def echo_prefix(ctx: Context, ans: Answer) -> None:
     "STOP-ABSENT",
     "STREAM-STOP-ABSENT",
     level=MUST,
-    statement="No stop sequence appears in a returned completion.",
-    source="spec: StopConfiguration (The returned text will not contain the stop sequence)",
+    statement="No stop sequence, nor the head of one it matched, appears in a returned "
+    "completion: where the first answer to the same request without stop (the stop probe) "
+    "continues into the stop sequence, the text ends before its first character.",
+    source="spec: StopConfiguration (The returned text will not contain the stop sequence); "
+    "a head kept when the sequence spans tokens: llama.cpp PR 15007 (streamed), oMLX #2386",
     evidence="spec-text",
     stated=says("stop", r"will not contain the stop sequence"),
     otherwise="openai-contract",
@@ -372,6 +375,43 @@ def stop_absent(ctx: Context, ans: Answer) -> None:
             path=f"{path_of(name)}.text",
             actual=stop,
         )
+    head = stop_head(ctx, ans.choices)
+    if head is not None:
+        name, stop, kept = head
+        raise Violation(
+            f"{name}.text ends with {kept!r}, the head of the stop sequence {stop!r}: the "
+            "answer to the same request without stop continues there into the whole sequence, "
+            "so the match was cut after its head, not before it",
+            path=f"{path_of(name)}.text",
+            expected="",
+            actual=kept,
+        )
+
+
+#: The tag of the stop probe's requests with a stop (conformance.run.scenarios): each is
+#: sent with the first answer, to the same request without stop, as ``related``.
+STOP_PROBE_TAG = "probe:stop"
+
+
+def stop_head(ctx: Context, choices: Labelled) -> tuple[str, str, str] | None:
+    """(choice name, stop, the head kept) where a stop probe's answer ends inside the stop
+    sequence that the first answer holds: it repeats that answer up to the sequence's
+    start and then part of it. Only the probe knows where the match is, so only its
+    requests are judged so (a text that merely ends like the head of a stop is legal)."""
+    first = ctx.related[0].json if STOP_PROBE_TAG in ctx.case.tags and ctx.related else None
+    first_choices = choices_of(first)
+    reference = first_choices[0].get("text") if first_choices else None
+    if not isinstance(reference, str):
+        return None
+    for name, choice in choices[:1]:
+        text = completion_part(ctx, choice)
+        if not isinstance(text, str) or not reference.startswith(text):
+            continue
+        for stop in stops(ctx):
+            at = reference.find(stop)
+            if at >= 0 and at < len(text) < at + len(stop):
+                return name, stop, text[at:]
+    return None
 
 
 def stop_in_text(ctx: Context, choices: Labelled) -> tuple[str, str] | None:

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from conformance.judging.checks import tokens
 from conformance.judging.checks.common import choices_of, completion, declares, says
-from conformance.judging.checks.semantics import finish_reasons, stop_in_text, stops
+from conformance.judging.checks.semantics import (
+    STOP_PROBE_TAG,
+    finish_reasons,
+    stop_head,
+    stop_in_text,
+    stops,
+)
 from conformance.judging.checks.views import answer_of, labelled
 from conformance.judging.requirements import Context, Level, Violation, requirement
 
@@ -28,7 +34,10 @@ SHOULD = Level.SHOULD
     otherwise="openai-contract",
     scope=declares("stop"),
     applies=lambda ctx: (
-        completion(ctx) and "probe:stop" in ctx.case.tags and bool(ctx.related) and bool(stops(ctx))
+        completion(ctx)
+        and STOP_PROBE_TAG in ctx.case.tags
+        and bool(ctx.related)
+        and bool(stops(ctx))
     ),
     needs=("stop",),
 )
@@ -38,10 +47,11 @@ def stop_probe(ctx: Context) -> None:
     stop = stops(ctx)[0]
     if not isinstance(first_text, str) or stop not in first_text:
         return  # the first answer changed shape: nothing to compare
-    if stop_in_text(ctx, labelled(ctx.exchange.json)) is not None:
-        # One defect, one finding: a stop sequence returned in the text is STOP-ABSENT's
-        # (MUST, read from this answer alone); the probe judges what that rule cannot see,
-        # a text cut elsewhere or a finish_reason other than "stop".
+    choices = labelled(ctx.exchange.json)
+    if stop_in_text(ctx, choices) is not None or stop_head(ctx, choices) is not None:
+        # One defect, one finding: a stop sequence, or its head, returned in the text is
+        # STOP-ABSENT's (MUST); the probe judges what that rule cannot see, a text cut
+        # elsewhere or a finish_reason other than "stop".
         return
     choices = choices_of(ctx.exchange.json)
     if not choices:

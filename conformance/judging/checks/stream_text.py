@@ -172,9 +172,17 @@ def stream_text_intact(ctx: Context) -> None:
 def stream_matches_nonstream(ctx: Context) -> None:
     twin = _twin_texts(ctx)
     corrupted = {name for name, _ in _corrupted(ctx)}
+    # A choice whose stream never finished was cut (STREAM-FINISH's finding): what it
+    # assembled to is no witness of how the target streams a whole completion.
+    finished = {
+        piece.get("index")
+        for _, _, piece in stream_view(ctx.exchange).pieces
+        if piece.get("finish_reason") is not None
+    }
     for name, choice in answer(ctx).choices:
         want = twin.get(choice["index"])
-        if name in corrupted or want is None or choice["text"] == want:
+        cut = choice["index"] not in finished
+        if name in corrupted or cut or want is None or choice["text"] == want:
             continue
         raise Violation(
             f"{name}.text {_excerpt(choice['text'])} differs from the non-streamed "
