@@ -100,13 +100,20 @@ def test_non_streamed_offsets_that_skip_a_token_fail_logprobs_offsets() -> None:
     assert failed(data) == {"LOGPROBS-OFFSETS"}
 
 
-def test_offsets_counted_in_utf8_bytes_pass() -> None:
+def test_offsets_counted_in_utf8_bytes_fail_logprobs_offsets() -> None:
+    """text_offset indexes the text a client holds, in characters as OpenAI counts them: a
+    server counting UTF-8 bytes drifts after the first non-ASCII token (llama-cpp-python
+    PR 1037, vllm-project/router #263)."""
     data = shape("xinference/guard-text-offset-from-completion-start")
     body = json.loads(data["response"]["body"])
     body["choices"][0]["text"] = " é!"
-    body["choices"][0]["logprobs"].update(tokens=[" é", "!"], text_offset=[0, 3])
+    body["choices"][0]["logprobs"].update(tokens=[" é", "!"], text_offset=[0, 2])
     data["response"]["body"] = json.dumps(body)
-    assert failed(data) == set()
+    assert failed(data) == set()  # " é" is 2 characters
+    body["choices"][0]["logprobs"].update(text_offset=[0, 3])  # ... and 3 UTF-8 bytes
+    data["response"]["body"] = json.dumps(body)
+    assert failed(data) == {"LOGPROBS-OFFSETS"}
+    assert "UTF-8 bytes, not characters" in transcript.judge(data)["LOGPROBS-OFFSETS"]
 
 
 def test_offsets_spanning_more_than_the_text_fail_without_echo(
@@ -114,7 +121,7 @@ def test_offsets_spanning_more_than_the_text_fail_without_echo(
 ) -> None:
     data = shape("vllm/bug-text-offset-beyond-text")
     assert failed(data) == {"LOGPROBS-OFFSETS", "LOGPROBS-TOKENS-TEXT"}
-    assert "more than the 14 bytes" in transcript.judge(data)["LOGPROBS-OFFSETS"]
+    assert "more than the 14 characters" in transcript.judge(data)["LOGPROBS-OFFSETS"]
     fixed = copy.deepcopy(data)
     body = json.loads(fixed["response"]["body"])
     body["choices"][0]["logprobs"]["text_offset"] = [0, 6, 7]
