@@ -29,6 +29,7 @@ from conformance.reports.summary import (
     offered_of,
     ordered,
     pairs,
+    refused_of,
     registry_line,
     shard_text,
     status_of,
@@ -157,6 +158,11 @@ def summary_markdown(results: Results) -> str:
         figure = offered_of(results).text()
         lines += [OFFERED_LEGEND.replace("offered:", f"offered: {figure},", 1), ""]
         lines += table(["Feature", "Outcome", "Detail"], caps)
+    refused = refused_of(results)
+    if refused is not None:
+        said = cell(refused.line())
+        lines += ["", f"{said[:1].upper()}{said[1:]}:", ""]
+        lines += [f"- {cell(message)}" for message in refused.examples]
     baseline = info.baseline
     if baseline is not None:
         lines += ["", "### Baseline", ""]

@@ -11,8 +11,9 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from conformance.judging.capabilities import VALUE
 from conformance.judging.decision import verdict_of as decided_verdict
-from conformance.judging.examples import Example
+from conformance.judging.examples import Example, Outcome
 from conformance.judging.outcomes import SHARD_MEANINGS
 from conformance.judging.requirements import AREAS, Level
 from conformance.judging.results import Results, Status, Tally
@@ -335,10 +336,38 @@ class Offered:
         return "n/a" if pct is None else f"{pct:.0f}% ({self.detail()})"
 
 
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """The valid requests the target declined with a proper 4xx (VALID-ACCEPTED's
+    unsupported exchanges): a capability gap, never a failure, but named, not just counted."""
+
+    count: int
+    of: int
+    examples: tuple[str, ...]  # "declined with 400: \"message\": the request's label"
+
+    def line(self) -> str:
+        return (
+            f"valid requests refused: {self.count} of {self.of} (VALID-ACCEPTED: declined "
+            "with a proper 4xx, a capability gap, not a failure)"
+        )
+
+
+def refused_of(results: Results) -> Refused | None:
+    """What the target refused of the valid requests, or None when it served them all."""
+    tally = results.tallies.get("VALID-ACCEPTED")
+    if tally is None or not tally.unsupported:
+        return None
+    shown = tuple(ex.message for ex in tally.examples if ex.outcome == Outcome.UNSUPPORTED)
+    return Refused(tally.unsupported, tally.checked, shown)
+
+
 def offered_of(results: Results) -> Offered:
     """The capability figure of ``results`` (its capability table)."""
     seen: dict[str, int] = dict.fromkeys(OFFER_OUTCOMES, 0)
-    for entry in results.capabilities.values():
+    for feature, entry in results.capabilities.items():
+        if feature.startswith(VALUE):
+            continue  # a refused value, not a probed feature: no offered twin to weigh it
+
         outcome = entry.outcome or "broken"
         seen[outcome] = seen.get(outcome, 0) + 1
     return Offered(tuple(seen.items()))

@@ -1034,6 +1034,11 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
     "decline-best-of": lambda p: p.post(best_of=2).status_code == 400,
     "decline-logit-bias": lambda p: p.post(logit_bias={"5": 1}).status_code == 400,
     "decline-stop": lambda p: p.post(stop=["\n"]).status_code == 400,
+    "decline-max-tokens-0": lambda p: (
+        p.post(max_tokens=0).status_code == 400
+        and p.post(max_tokens=0, echo=True).status_code == 200
+    ),
+    "best-of-ignored": lambda p: p.post(n=2, best_of=1).status_code == 200,
     # Short answers: one token, ended naturally ("stop"), for every prompt or for counting.
     "answers-one-word": lambda p: (
         lambda c: len(c["text"].split()) == 1 and c["finish_reason"] == "stop"

@@ -51,6 +51,12 @@ def closing_lines(
     for feature, entry in missing.items():
         detail = f" ({entry.detail})" if entry.detail else ""
         lines.append(f"capability {feature}: {entry.outcome}{detail}")
+    from conformance.reports.summary import refused_of
+
+    refused = refused_of(results)
+    if refused is not None:
+        lines.append(refused.line())
+        lines += [f"refused: {message}" for message in refused.examples[:SHOWN]]
     lines += _not_run(results, tests_deselected)
     untested = verdict.coverage.untested
     shard = f" (in shard {info.shard})" if info.shard is not None else ""

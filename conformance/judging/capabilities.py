@@ -22,8 +22,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.judging.case import Case
+from conformance.judging.case import MAY_REFUSE_TAG, Case
 from conformance.judging.exchange import Exchange
+from conformance.judging.oracle import CROSS_BEST_OF_BELOW_N, CROSS_BEST_OF_STREAM
 from conformance.judging.requirements import REGISTRY, Level
 from conformance.judging.results import Finding, Results
 from conformance.judging.spec import Spec
@@ -109,7 +110,9 @@ def capability_probes(
             {**plain, "stream": True, "stream_options": {"include_usage": True}},
         ),
         ("seed", {**base, "temperature": 1, "seed": SEED}),
-        ("logit_bias", {**plain, "logit_bias": {"50256": -100}}),
+        # A token id every vocabulary has: the token-id prompt's own (GPT-2's 50256 is
+        # past a small model's vocabulary, where a 400 is no decline of logit_bias).
+        ("logit_bias", {**plain, "logit_bias": {str(TOKEN_PROMPT[-1]): -100}}),
     ]
     top = _limit(spec, "logprobs", "maximum")
     if top is not None and top > 1:
@@ -323,6 +326,43 @@ def record(
     verdict = assess(case, exchange, findings, related, spec)
     results.note_capability(feature_of(case), verdict.outcome, verdict.detail)
     return verdict
+
+
+#: Table entries noted from what a run sent for conformance rather than from a probe:
+#: a valid edge value the target refused with a proper 4xx, one entry per value (its
+#: label). Not counted in the capability figure: an offered value has no entry to match.
+VALUE = "value:"
+#: Invalid best_of requests a target that implements best_of refuses (OpenAI: best_of
+#: must be greater than n, and its results cannot be streamed): answered 200, best_of is
+#: accepted and ignored, whatever the probe's 200 suggested (vLLM 0.32 drops it).
+BEST_OF_FORMS = {
+    CROSS_BEST_OF_BELOW_N: (
+        "best_of:below-n",
+        "best_of below n answered 200: a best_of that must be greater than n is not enforced",
+    ),
+    CROSS_BEST_OF_STREAM: (
+        "best_of:stream",
+        "best_of with stream answered 200: best_of's results cannot be streamed",
+    ),
+}
+
+
+def observed(case: Case, exchange: Exchange) -> tuple[str, str, str] | None:
+    """A capability-table entry (feature, outcome, detail) that a conformance request shows
+    by itself: a valid edge value declined with a proper 4xx, or an invalid best_of request
+    served (best_of ignored). None for anything else (probes enter the table themselves)."""
+    status = exchange.status
+    if status is None:
+        return None
+    if case.mode == "invalid" and status == 200 and case.breaks in BEST_OF_FORMS:
+        feature, detail = BEST_OF_FORMS[case.breaks]
+        return feature, "ignored", detail
+    message = _error_message(exchange)
+    refused = 400 <= status < 500 and status != 429 and message is not None
+    if case.mode == "edge" and refused and MAY_REFUSE_TAG not in case.tags:
+        detail = f"{status} with the error envelope: {_quoted(message or '')}"
+        return VALUE + (case.label or "an edge request"), "declined", detail
+    return None
 
 
 def _matches(feature: str, name: str) -> bool:

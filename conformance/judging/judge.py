@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from conformance.judging.attribution import attribute
+from conformance.judging.capabilities import observed
 from conformance.judging.checks import load_checks
 from conformance.judging.examples import Outcome
 from conformance.judging.exchange import Exchange
@@ -53,11 +54,16 @@ def judge_into(
     """
     findings = evaluate(judges_of(requirements, exchange), spec, exchange, related)
     results.record(exchange, findings, spend=spend)
+    # What a conformance request shows of a capability by itself: a valid edge value
+    # declined, an invalid best_of served (capabilities.observed).
+    shown = observed(exchange.case, exchange)
+    if shown is not None:
+        results.note_capability(*shown)
     if exchange.status is not None:
         if results.info.observed_statuses is None:
             results.info.observed_statuses = {}
-        observed = results.info.observed_statuses
-        observed[str(exchange.status)] = observed.get(str(exchange.status), 0) + 1
+        statuses = results.info.observed_statuses
+        statuses[str(exchange.status)] = statuses.get(str(exchange.status), 0) + 1
     return findings
 
 

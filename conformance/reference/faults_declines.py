@@ -68,6 +68,10 @@ _decline(
     lambda r: "logit_bias" in r.present, "Requests with `logit_bias`",
 )  # fmt: skip
 _decline(
+    "decline-max-tokens-0", "max_tokens", "max_tokens must be at least 1",
+    lambda r: r.max_tokens == 0 and not r.echo, "Requests with max_tokens 0 (without echo)",
+)  # fmt: skip
+_decline(
     "decline-stop", "stop", "stop sequences are not supported",
     lambda r: bool(r.stop), "Requests with stop sequences",
 )  # fmt: skip
@@ -91,3 +95,16 @@ def _answers_one_word(plan: Plan) -> Plan:
 def _answers_one_word_to_counting(plan: Plan) -> Plan:
     counting = any(text.startswith("Count") for text in plan.texts)
     return replace(plan, eos_after=1) if counting else plan
+
+
+# --- a feature accepted and ignored ----------------------------------------------------------
+
+
+@fault(
+    "best-of-ignored",
+    "`best_of` is dropped before validation, as vLLM 0.32 does: best_of below n, with "
+    "stream, or of the wrong type is served (200).",
+    "refusal",
+)
+def _best_of_ignored(error: ApiError) -> ApiError | None:
+    return None if error.origin == "invalid" and error.param == "best_of" else error

@@ -9,6 +9,7 @@ sequences and how valid requests are answered.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from conformance.judging.case import MAY_REFUSE_TAG
@@ -493,5 +494,9 @@ def valid_accepted(ctx: Context) -> None:
     if 400 <= status < 500 and status != 429:
         if MAY_REFUSE_TAG in ctx.case.tags:
             return  # e.g. a token id outside the vocabulary: refusing it declines nothing
-        features = ", ".join(sorted(ctx.case.tags)) or "the request"
-        raise Unsupported(f"declined with {status}: {features}")
+        what = ctx.case.label or ", ".join(sorted(ctx.case.tags)) or "the request"
+        body = ctx.exchange.json
+        error = body.get("error") if isinstance(body, dict) else None
+        said = error.get("message") if isinstance(error, dict) else None
+        words = f": {json.dumps(said[:120], ensure_ascii=False)}" if isinstance(said, str) else ""
+        raise Unsupported(f"declined with {status}{words}: {what}")
