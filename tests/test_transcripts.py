@@ -181,6 +181,20 @@ def _recorded_exchange() -> Any:
     )
 
 
+def test_only_exchanges_with_the_completions_endpoint_are_recorded() -> None:
+    """The suite's GET /v1/models was saved as a POST to /v1/completions with body {} and
+    judged as a completion (RESP-ID, RESP-CREATED, RESP-OBJECT, RESP-SCHEMA on vLLM's
+    model list): a transcript knows no other request, so the plugin leaves it out."""
+    import dataclasses
+
+    import record_transcripts
+
+    completion = _recorded_exchange()
+    listing = dataclasses.replace(completion, url="http://127.0.0.1:1/v1/models")
+    assert record_transcripts.recordable(completion)
+    assert not record_transcripts.recordable(listing)
+
+
 def test_recorded_transcript_is_redacted_and_replays_the_same_stream() -> None:
     data = transcript.to_transcript(
         _recorded_exchange(), spec="aihubmix", source={"family": "x"}, secrets=[KEY]

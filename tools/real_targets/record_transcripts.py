@@ -6,7 +6,9 @@ from ``$CONFORMANCE_API_KEY`` never reaches the file), as ``NNNN-<label>.json`` 
 folder, in the format of tests/transcripts/README.md, with ``judged_failed``: the
 requirement IDs today's judge failed on it (the promoter, promote_transcript.py, turns
 that into a reviewed ``expect_failed``). It wraps ``Client.paced`` from the outside, so
-the suite itself is unchanged.
+the suite itself is unchanged. Only exchanges with the completions endpoint are saved: the
+format knows no other request (the suite's ``GET /v1/models``, which it counts but does not
+judge, was saved as a POST to /v1/completions and judged as a completion).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import re
 import threading
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import transcript
@@ -49,6 +52,11 @@ def _provenance() -> dict[str, Any]:
     except ValueError:
         given = {}
     return {**(given if isinstance(given, dict) else {}), "kind": "recorded"}
+
+
+def recordable(exchange: Any) -> bool:
+    """Whether ``exchange`` went to the completions endpoint (a transcript's only request)."""
+    return urlsplit(str(getattr(exchange, "url", ""))).path.endswith(transcript.PATH)
 
 
 def save(exchange: Any, folder: Path, spec: str) -> Path:
@@ -94,7 +102,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
     def paced_and_saved(self: Client, attempt: Any, case: Any = None) -> Any:
         exchange = original(self, attempt, case)
-        save(exchange, target, spec)
+        if recordable(exchange):
+            save(exchange, target, spec)
         return exchange
 
     Client.paced = paced_and_saved  # type: ignore[method-assign]
