@@ -25,6 +25,7 @@ from conformance.reports.summary import (
     capability_rows,
     coverage_of,
     evidence_label,
+    intermittent_note,
     is_strict,
     offered_of,
     ordered,
@@ -114,7 +115,8 @@ def summary_markdown(results: Results) -> str:
                     f"`{t.id}`",
                     t.level,
                     evidence_label(t) or "—",
-                    f"{t.failed}/{t.checked}",
+                    f"{t.failed}/{t.checked}"
+                    + (f" ({cell(note)})" if (note := intermittent_note(t)) else ""),
                     "yes" if status_of(t, strict=strict) == FAILED else "advisory",
                     _example(t, Outcome.FAILED),
                 ]

@@ -336,6 +336,15 @@ class Offered:
         return "n/a" if pct is None else f"{pct:.0f}% ({self.detail()})"
 
 
+def intermittent_note(tally: Tally) -> str:
+    """``intermittent: failed on 1 of 3 sends of <label>`` for each request sent more than
+    once that failed on some sends only (Tally.intermittent), or empty."""
+    return "; ".join(
+        f"intermittent: failed on {failed} of {sent} sends of {label}"
+        for label, failed, sent in tally.intermittent
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Refused:
     """The valid requests the target declined with a proper 4xx (VALID-ACCEPTED's

@@ -1039,6 +1039,9 @@ PROBES: dict[str, Callable[[Probe], bool]] = {
         and p.post(max_tokens=0, echo=True).status_code == 200
     ),
     "best-of-ignored": lambda p: p.post(n=2, best_of=1).status_code == 200,
+    "intermittent-500-streamed-logprobs": lambda p: (
+        [p.post(stream=True, logprobs=1).status_code for _ in range(3)] == [200, 500, 200]
+    ),
     # Short answers: one token, ended naturally ("stop"), for every prompt or for counting.
     "answers-one-word": lambda p: (
         lambda c: len(c["text"].split()) == 1 and c["finish_reason"] == "stop"

@@ -35,13 +35,21 @@ def closing_lines(
 
         lines.append(baseline_line(info.baseline))
         lines += [f"baseline warning: {w}" for w in info.baseline_warnings or ()]
+    from conformance.reports.summary import intermittent_note, refused_of
+
     deciding = {rid for rid, _, _ in verdict.failed}
     for rid, failed, checked in verdict.failed:
-        level = results.tallies[rid].level
-        lines.append(f"failed {level}: {rid} on {failed} of {checked} exchange(s)")
+        tally = results.tallies[rid]
+        note = intermittent_note(tally)
+        lines.append(
+            f"failed {tally.level}: {rid} on {failed} of {checked} exchange(s)"
+            + (f" ({note})" if note else "")
+        )
     advisory = [t for t in results.tallies.values() if t.failed and t.id not in deciding]
     for t in advisory:
         why = "known: in the baseline" if t.level == "MUST" else "advisory: does not decide"
+        note = intermittent_note(t)
+        why += f"; {note}" if note else ""
         lines.append(f"failed {t.level} ({why}): {t.id} on {t.failed} of {t.checked} exchange(s)")
     errored = [t for t in results.tallies.values() if t.errored]
     lines += [
@@ -51,8 +59,6 @@ def closing_lines(
     for feature, entry in missing.items():
         detail = f" ({entry.detail})" if entry.detail else ""
         lines.append(f"capability {feature}: {entry.outcome}{detail}")
-    from conformance.reports.summary import refused_of
-
     refused = refused_of(results)
     if refused is not None:
         lines.append(refused.line())

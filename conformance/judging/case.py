@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -17,6 +17,11 @@ CASE_HEADER = "X-Conformance-Case"
 #: Tag of a valid request that a target may refuse with a 4xx without declining a feature
 #: (a token id outside the model's vocabulary): served or refused, never a 5xx.
 MAY_REFUSE_TAG = "edge:may-refuse"
+#: Tag of every send of a request sent ``SENDS`` times because its answer may vary from one
+#: send to the next (a stream with logprobs, several choices: vLLM failed such a stream 1
+#: time in 9): an intermittent failure has a chance to show, and is counted per request.
+REPEATED_TAG = "send:repeated"
+SENDS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +68,13 @@ class Case:
         return requested_int(self.body.get(name))
 
     @property
+    def may_vary(self) -> bool:
+        """An edge request whose answer may vary from one send to the next in what servers
+        get wrong now and then: a stream with logprobs, or several choices."""
+        streamed_logprobs = self.stream and self.body.get("logprobs") is not None
+        return self.mode == "edge" and (streamed_logprobs or self.n > 1)
+
+    @property
     def header(self) -> str:
         """The :data:`CASE_HEADER` value: ``valid``, ``edge``, ``probe``, or
         ``invalid; breaks=<rule>`` (the rule percent-encoded: header-safe ASCII)."""
@@ -81,3 +93,16 @@ def requested_int(value: Any) -> int | None:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return None
+
+
+def repeated(cases: list[Case]) -> list[Case]:
+    """``cases`` with each one that may vary sent ``SENDS`` times, every send tagged
+    ``REPEATED_TAG`` (and its number, so that no two sends are the same case) under the
+    same label, by which the tallies count its sends."""
+    out: list[Case] = []
+    for case in cases:
+        if not case.may_vary:
+            out.append(case)
+            continue
+        out += [replace(case, tags=case.tags | {REPEATED_TAG, f"send:{k}"}) for k in range(SENDS)]
+    return out

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from conformance.judging.case import Case
+from conformance.judging.case import REPEATED_TAG, Case
 from conformance.judging.examples import Example, Outcome, evidence, jsonable
 from conformance.judging.exchange import Exchange, SSEEvent
 from conformance.judging.fingerprint import fingerprint, request_class
@@ -201,6 +201,14 @@ class Tally:
     witnessed: dict[str, dict[str, int]] = field(default_factory=dict)
     #: Why failures were withheld (conformance.judging.attribution), one line each.
     not_judged: list[str] = field(default_factory=list)
+    #: Requests sent more than once (case.REPEATED_TAG), by label: [sends failed, sends
+    #: judged]. results.json keeps those with a failure.
+    sends: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def intermittent(self) -> list[tuple[str, int, int]]:
+        """(label, failed, sent) of each repeated request that failed on some sends only."""
+        return [(label, f, n) for label, (f, n) in sorted(self.sends.items()) if 0 < f < n]
 
     @property
     def status(self) -> Status:
@@ -237,6 +245,7 @@ class Tally:
             "examples": [ex.to_json() for ex in self.examples],
             "witnessed": {w: dict(prints) for w, prints in self.witnessed.items()},
             "not_judged": list(self.not_judged),
+            "sends": {label: list(c) for label, c in sorted(self.sends.items()) if c[0]},
         }
 
     @classmethod
@@ -357,11 +366,16 @@ class Results:
             self.spent.tokens += tokens_used(exchange)
         shown = None
         key = case_key(exchange.case)
+        repeated = REPEATED_TAG in exchange.case.tags
         for f in findings:
             if not f.case:  # a finding made without its case: the exchange names it
                 f = replace(f, case=key)
             tally = self.tallies[f.requirement]
             tally.checked += 1
+            if repeated and f.outcome in (Outcome.PASSED, Outcome.FAILED):
+                sends = tally.sends.setdefault(exchange.case.label, [0, 0])
+                sends[0] += f.outcome == Outcome.FAILED
+                sends[1] += 1
             if f.outcome == Outcome.UNSUPPORTED:
                 tally.unsupported += 1
             elif f.outcome == Outcome.FAILED:
@@ -422,6 +436,9 @@ class Results:
                 for fp, n in prints.items():
                     into[fp] = into.get(fp, 0) + n
             mine.not_judged += [n for n in theirs.not_judged if n not in mine.not_judged]
+            for label, (failed, sent) in theirs.sends.items():
+                into = mine.sends.setdefault(label, [0, 0])
+                into[0], into[1] = into[0] + failed, into[1] + sent
         self.spent.add(other.spent)
         for feature, entry in other.capabilities.items():
             self.note_capability(feature, entry.outcome, entry.detail)

@@ -334,6 +334,22 @@ def _dies_on_one_item_list(
     return ApiError(404, "Not Found", code="not_found", origin="route")
 
 
+@fault(
+    "intermittent-500-streamed-logprobs",
+    "The second send of the same streamed request with logprobs is answered 500 (vLLM 0.32: "
+    "KeyError in _create_completion_logprobs, 1 stream in 9).",
+    "remembered",
+)
+def _intermittent_500(request: CompletionRequest, memory: dict[str, object]) -> ApiError | None:
+    if not (request.stream and request.logprobs is not None):
+        return None
+    key = f"sent:{request!r}"
+    memory[key] = sends = int(memory.get(key, 0)) + 1  # type: ignore[call-overload]
+    if sends != 2:
+        return None
+    return ApiError(500, "52", code="internal_error", origin="server", type_="server_error")
+
+
 # --- a false Content-Encoding ------------------------------------------------------------
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from conformance.judging.case import Case, Mode
+from conformance.judging.case import Case, Mode, repeated
 from conformance.judging.exchange import Exchange
 from conformance.judging.record import SkipCause
 from conformance.judging.spec import Spec
@@ -121,6 +121,10 @@ def _described(spec: Spec, body: dict[str, Any]) -> Case:
 
 # -- generated requests --------------------------------------------------------------------
 
+#: The request budget from which the edge requests whose answers may vary are sent
+#: more than once (case.SENDS times).
+REPEAT_BUDGET = 300
+
 
 def _valid(run: RunState, batch: int, *, stream: bool = False) -> list[Case]:
     from conformance.strategies import draw, valid_requests
@@ -139,7 +143,9 @@ def _edges(run: RunState, batch: int) -> list[Case]:
     build = partial(
         edge_requests, run.spec, model=s.model, max_tokens=s.max_tokens, vocab_size=s.vocab_size
     )
-    return run.shared("edge_requests", build)[batch::BATCHES]
+    cases = run.shared("edge_requests", build)[batch::BATCHES]
+    # Sent again where the budget allows (the default's does, 3x over): see case.repeated.
+    return repeated(cases) if s.budget_requests >= REPEAT_BUDGET else cases
 
 
 def _invalid(run: RunState, batch: int) -> list[Case]:
