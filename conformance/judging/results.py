@@ -437,8 +437,8 @@ class Results:
                     into[fp] = into.get(fp, 0) + n
             mine.not_judged += [n for n in theirs.not_judged if n not in mine.not_judged]
             for label, (failed, sent) in theirs.sends.items():
-                into = mine.sends.setdefault(label, [0, 0])
-                into[0], into[1] = into[0] + failed, into[1] + sent
+                counts = mine.sends.setdefault(label, [0, 0])
+                counts[0], counts[1] = counts[0] + failed, counts[1] + sent
         self.spent.add(other.spent)
         for feature, entry in other.capabilities.items():
             self.note_capability(feature, entry.outcome, entry.detail)

@@ -83,8 +83,8 @@ def _prompt_cut_at_nul(request: CompletionRequest) -> CompletionRequest:
 def _top_logprobs_byte_collisions(body: Body, request: CompletionRequest) -> Body:
     for choice in body["choices"]:
         lp = choice.get("logprobs")
-        tops = lp.get("top_logprobs") if isinstance(lp, dict) else None
-        for j, top in enumerate(tops or []):
+        tops: list[Any] = (lp.get("top_logprobs") or []) if isinstance(lp, dict) else []
+        for j, top in enumerate(tops):
             if isinstance(top, dict) and len(top) >= 3:
                 ranked = sorted(top.items(), key=lambda kv: -kv[1])
                 tops[j] = {**dict(ranked[:-3]), "": ranked[-3][1]}

@@ -47,8 +47,8 @@ def stop_probe(ctx: Context) -> None:
     stop = stops(ctx)[0]
     if not isinstance(first_text, str) or stop not in first_text:
         return  # the first answer changed shape: nothing to compare
-    choices = labelled(ctx.exchange.json)
-    if stop_in_text(ctx, choices) is not None or stop_head(ctx, choices) is not None:
+    named = labelled(ctx.exchange.json)
+    if stop_in_text(ctx, named) is not None or stop_head(ctx, named) is not None:
         # One defect, one finding: a stop sequence, or its head, returned in the text is
         # STOP-ABSENT's (MUST); the probe judges what that rule cannot see, a text cut
         # elsewhere or a finish_reason other than "stop".
