@@ -209,9 +209,16 @@ def run(args: list[str]) -> int:
         print(f"ERROR: conformance: {bad}", file=sys.stderr)
         return BAD_INPUT
 
+    from conformance.front import interrupt
+
+    # While pytest starts, a Ctrl-C quits in one line (the plugin takes over once it can).
+    restore = interrupt.on_sigint(interrupt.quit_at_once(interrupt.EARLY))
     fixed = ["--pyargs", "conformance", "-p", "no:cacheprovider", *UNUSED_PLUGINS]
-    # Ours last: of pytest's -W filters the last given wins (a user's "-W error" included).
-    return _pytest_main([*fixed, *ours, *theirs, *ALREADY_IMPORTED])
+    try:
+        # Ours last: of pytest's -W filters the last given wins (a user's "-W error" included).
+        return _pytest_main([*fixed, *ours, *theirs, *ALREADY_IMPORTED])
+    finally:
+        restore()
 
 
 def _pytest_main(args: list[str]) -> int:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,7 +67,10 @@ def pytest_load_initial_conftests(
         return result
     if not any(in_suite(str(a), where) for a in namespace.file_or_dir or ()):
         return result
-    if bad := problem(namespace, unknown, where):
+    # The suite's own options, to name the one a mistyped option most likely meant.
+    group = parser.getgroup("conformance")
+    ours = [name for option in getattr(group, "options", ()) for name in option.names()]
+    if bad := problem(namespace, unknown, where, ours):
         raise pytest.UsageError(f"conformance: {bad}")
     return result
 
@@ -75,16 +80,26 @@ def pytest_configure(config: pytest.Config) -> None:
     if not suite_requested(config):
         return
     rewrite_no_library(config)
+    from conformance.front import interrupt
     from conformance.front.runner import assemble
     from conformance.run.assembly import BadInput
 
+    # Until the session starts nothing was judged: a Ctrl-C (the preflight against a slow
+    # target) quits at once, in one line and with the interrupted status, not pytest's 2.
+    worker = hasattr(config, "workerinput")
+    restore = None if worker else interrupt.on_sigint(interrupt.quit_at_once(interrupt.EARLY))
     try:
         assembled = assemble(setup_from(config))
     except BadInput as exc:
+        if restore is not None:
+            restore()
         raise pytest.UsageError(f"conformance: {exc}") from None
-    config.add_cleanup(assembled.close)
     session = SuiteSession(config, assembled)
-    if hasattr(config, "workerinput"):
+    if restore is not None:  # cleanups run last in first: this one after the run is closed
+        session.restores.append(restore)
+        config.add_cleanup(session.release_sigint)
+    config.add_cleanup(assembled.close)
+    if worker:
         # A pytest-xdist worker: its items' events travel to the controller with their
         # reports (pytest_runtest_makereport), whose listeners hear the whole run.
         assembled.run.emit.listen(session.ship)
@@ -204,6 +219,25 @@ class SuiteSession:
         self.usage_error: str | None = None
         self.shipping: list[ItemEvent] = []
         self.shipping_lock = threading.Lock()
+        self.finishing = False
+        self.terminal: int | None = None
+        self.restores: list[Callable[[], None]] = []  # each puts a Ctrl-C handler back
+
+    def release_sigint(self) -> None:
+        """Put Ctrl-C's handler back and close the copy of stderr its lines went to. After
+        a Ctrl-C, SIGINT is ignored instead: the process only has to exit, and Python's
+        teardown (~0.5 s) turns a Python handler into the default one, which would end it
+        killed rather than with 130; until this point a second Ctrl-C quits at once."""
+        from conformance.front import interrupt
+
+        if self.assembled.run.interrupted:
+            interrupt.ignore()
+        else:
+            for restore in reversed(self.restores):
+                restore()
+        if self.terminal is not None:
+            os.close(self.terminal)
+            self.terminal = None
 
     def ship(self, event: Event) -> None:
         """Keep an item's event to ship to the controller (an xdist worker's listener)."""
@@ -217,7 +251,12 @@ class SuiteSession:
     def pytest_collection(self, session: pytest.Session) -> Any:
         """pytest refusing the line once the run has started (a node ID not found): its
         ``ERROR:`` line goes into the closing lines, before the verdict, which stays last;
-        pytest is left nothing to print after it (a UsageError without a message)."""
+        pytest is left nothing to print after it (a UsageError without a message).
+
+        From here on pytest finishes the session whatever happens (pytest_sessionfinish,
+        where the reports are written), so a Ctrl-C now stops the run (``interrupt``);
+        before, it quits at once (pytest_configure's handler): there is nothing to report."""
+        self.catch_ctrl_c()
         try:
             return (yield)
         except pytest.UsageError as exc:
@@ -233,6 +272,53 @@ class SuiteSession:
         from conformance.judging.events import RunStarted
 
         self.assembled.run.emit(RunStarted(self.assembled.results.run_record))
+
+    def catch_ctrl_c(self) -> None:
+        """A Ctrl-C from now on stops the run (``interrupt``), a second quits at once."""
+        if hasattr(self.config, "workerinput"):
+            return
+        from conformance.front import interrupt
+
+        # pytest's capture sends fd 2 to a file while a test runs: the lines of a Ctrl-C go
+        # to the terminal's stderr as it is now, between tests.
+        self.terminal = os.dup(2)
+        # pytest's progress line is usually half written: the Ctrl-C's line starts afresh.
+        again = interrupt.quit_at_once("\n" + interrupt.AGAIN, fd=self.terminal)
+        first = interrupt.first_then_quit(
+            self.interrupt, again=again, fd=self.terminal, line="\n" + interrupt.FIRST
+        )
+        self.restores.append(interrupt.on_sigint(first))
+        # The KeyboardInterrupt raised by the handler is lost when it ran inside a gc
+        # callback or a __del__ (Python prints it as "Exception ignored" and goes on): the
+        # engine stops the main thread at its next wait instead, once a thread of ours has
+        # failed what it waits for (Run.abandon); the lost one is not printed.
+        threading.Thread(target=self._abandon_once_interrupted, daemon=True).start()
+        unraisable = sys.unraisablehook
+
+        def lost(args: Any) -> None:
+            kind = args.exc_type or type(None)
+            if not (self.assembled.run.interrupted and issubclass(kind, KeyboardInterrupt)):
+                unraisable(args)
+
+        sys.unraisablehook = lost  # pytest puts its own (or the first) back at its cleanup
+
+    def _abandon_once_interrupted(self) -> None:
+        run = self.assembled.run
+        while run.interrupted is None:
+            if self.finishing:
+                return
+            time.sleep(0.1)
+        run.abandon()
+
+    def interrupt(self) -> None:
+        """The first Ctrl-C: nothing more is sent (in-flight sends are abandoned), and pytest
+        stops where its main thread is (a KeyboardInterrupt, which pytest expects); then
+        pytest_sessionfinish writes what was judged, verdict ``interrupted``."""
+        if self.finishing:
+            return  # the run has ended: its reports are being written, as they were
+        started = self.assembled.results.info.started or time.time()
+        self.assembled.run.interrupt(f"stopped by Ctrl-C after {time.time() - started:.1f} s")
+        raise pytest.Session.Interrupted("Ctrl-C")
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.tests_deselected += len(items)
@@ -333,6 +419,7 @@ class SuiteSession:
         config = self.config
         if hasattr(config, "workerinput") or config.option.collectonly:
             return
+        self.finishing = True
         from conformance.front.runner import finish
         from conformance.front.terminal import ClosingBlock
         from conformance.reports import ReportWriter
@@ -346,6 +433,10 @@ class SuiteSession:
 
         # Whether a suite test failed for a conformance failure (as ItemRun.outcome does).
         failed = bool(failing(self.assembled.results, self.assembled.results.run_record))
+        # pytest's own "interrupted" (2) after a Ctrl-C is the interruption, not an error.
+        runner_error = (
+            None if self.assembled.run.interrupted else _runner_error(exitstatus, failing=failed)
+        )
         # The run told as events: RunFinished is heard by the report writer, then by the
         # closing block (which names the files written), as by any listener of the run.
         writer = ReportWriter(report_dir)
@@ -357,7 +448,7 @@ class SuiteSession:
         verdict, _ = finish(
             self.assembled,
             None,
-            runner_error=self.usage_error or _runner_error(exitstatus, failing=failed),
+            runner_error=self.usage_error or runner_error,
             partial=bool(config.option.shard),
             listeners=(writer, block),
         )

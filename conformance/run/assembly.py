@@ -246,6 +246,8 @@ def conclude(
         results.run_record = results.run_record.with_(
             errors=(*results.run_record.errors, runner_error)
         )
+    if assembled.run.interrupted:
+        results.run_record = results.run_record.with_(interrupted=assembled.run.interrupted)
     to_dict = getattr(getattr(assembled.run.client, "stats", None), "to_dict", None)
     if callable(to_dict):  # this process's client: peak in flight, retries...
         results.info.client = to_dict()

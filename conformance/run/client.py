@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 
 from conformance.judging.case import CASE_HEADER, Case
+from conformance.judging.exceptions import ConformanceError
 from conformance.judging.exchange import Exchange, Headers
 from conformance.judging.redaction import REDACTED, Limits, scrub
 from conformance.judging.sse import SSEParser
@@ -56,6 +57,10 @@ EVENT_OVERHEAD = 160
 #: The default number of sends allowed in flight of a Client built directly (the command
 #: line's --concurrency default is options.DEFAULT_CONCURRENCY, 16).
 DEFAULT_CONCURRENCY = 8
+
+
+class SendingStopped(ConformanceError):
+    """A send attempted after ``Client.stop()``: nothing went out."""
 
 
 @dataclass
@@ -86,6 +91,7 @@ class Client:
         # Values too short to be secrets would blank out ordinary text if scrubbed.
         values = [self.api_key or "", *self.extra_headers.values()]
         self._secrets = [v.encode() for v in values if len(v) >= 4]
+        self._stopped = False
 
     def _new_http(self) -> httpx.Client:
         return httpx.Client(
@@ -100,6 +106,15 @@ class Client:
 
     def close(self) -> None:
         self._http.close()
+
+    def stop(self) -> None:
+        """Make no attempt from now on (the run was interrupted): every send, retry or
+        probe not yet on the wire raises SendingStopped instead of going out."""
+        self._stopped = True
+
+    def _go(self) -> None:
+        if self._stopped:
+            raise SendingStopped("not sent: the run was interrupted")
 
     @property
     def stats(self) -> ClientStats:
@@ -170,6 +185,7 @@ class Client:
         headers = self.headers_for(case)
 
         def probe() -> Exchange:
+            self._go()
             exchange = self._send_fresh_if_stale(case, headers, body)
             self._scrub(exchange)
             return exchange
@@ -193,6 +209,7 @@ class Client:
         """
 
         def scrubbed() -> Exchange:
+            self._go()  # before each attempt: a retry waited out may outlive the run
             exchange = attempt()
             self._scrub(exchange)
             return exchange

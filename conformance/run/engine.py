@@ -14,10 +14,12 @@ Nothing here imports pytest.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -32,6 +34,7 @@ from conformance.judging.spec import Spec
 from conformance.run.client import Client
 from conformance.run.health import DOWN_NOTE, Health, as_health_probe
 from conformance.run.item import ItemOutcome, ItemRun
+from conformance.run.pool import Pool
 from conformance.run.schedule import Slots
 from conformance.run.session import (
     Budget,
@@ -66,6 +69,13 @@ def status_summary(results: Results, spec: Spec) -> str:
     return line
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """The run was interrupted (Ctrl-C, ``Run.interrupt``), raised where a thread waits for
+    a send or starts one. The KeyboardInterrupt a signal handler raises is lost when the
+    handler ran inside a gc callback (Hypothesis keeps one) or a ``__del__``: Python reports
+    it as unraisable and the main thread goes on, so this one stops it where it next waits."""
+
+
 def _done(sent: Sent) -> Future[Sent]:
     future: Future[Sent] = Future()
     future.set_result(sent)
@@ -89,6 +99,8 @@ class Run:
             max(1, settings.budget_requests // workers), max(1, settings.budget_tokens // workers)
         )
         self.rate_limited = False
+        #: How a Ctrl-C stopped the run (``interrupt``): nothing more is sent from then on.
+        self.interrupted: str | None = None
         # The run told as events (conformance/judging/events.py): add listeners to ``emit``.
         self.emit = Emitter()
         self.concurrency = max(1, settings.concurrency)
@@ -96,9 +108,11 @@ class Run:
         self._alone_lock = threading.Lock()
         # Independent cases queue on the pool; a chain's sends (urgent) on a pool of their
         # own, so they never wait behind the queue; each chain plays in a thread of its own.
-        self._pools: dict[str, ThreadPoolExecutor] = {}
+        self._pools: dict[str, Pool] = {}
         self._planned: dict[tuple[str, Any], list[Future[Sent]] | Exception] = {}
         self._chains: dict[tuple[str, Any], Future[ItemRun]] = {}
+        # Every send and chain not yet waited for, to fail them when the run is abandoned.
+        self._futures: weakref.WeakSet[Future[Any]] = weakref.WeakSet()
         self._shared: dict[str, Any] = {}
         self._shared_lock = threading.Lock()
         # Whether the target still serves (conformance/run/health.py): probed after answers a
@@ -138,10 +152,10 @@ class Run:
                 self._shared[key] = build()
             return cast("T", self._shared[key])
 
-    def _pool(self, kind: str, size: int) -> ThreadPoolExecutor:
+    def _pool(self, kind: str, size: int) -> Pool:
         pool = self._pools.get(kind)
         if pool is None:
-            pool = ThreadPoolExecutor(size, thread_name_prefix=f"conformance-{kind}")
+            pool = Pool(size, f"conformance-{kind}")
             self._pools[kind] = pool
         return pool
 
@@ -156,6 +170,8 @@ class Run:
         at most ``concurrency`` at once. ``urgent``: a chain's request, which takes the
         next free slot before any queued independent case.
         """
+        if self.interrupted:
+            raise RunInterrupted(self.interrupted)
         if self.rate_limited or self.health.down is not None:
             return _done(Sent(None))
         try:
@@ -165,16 +181,20 @@ class Run:
         if wait or self.concurrency == 1:
             return _done(self._transmit(case, via, urgent))
         pool = self._pool("chain-sends" if urgent else "sends", self.concurrency)
-        return pool.submit(self._transmit, case, via, urgent)
+        future = pool.submit(self._transmit, case, via, urgent)
+        self._futures.add(future)
+        return future
 
     def _transmit(self, case: Case, via: Sender | None, urgent: bool = False) -> Sent:
-        if self.rate_limited or self.health.down is not None:  # while this one waited
-            return Sent(None)
+        if self.rate_limited or self.health.down is not None or self.interrupted:
+            return Sent(None)  # while this one waited
         self._slots.acquire(urgent=urgent)
         try:
             exchange = self._send(case, via)
         finally:
             self._slots.release()
+        if self.interrupted:  # an answer nobody will judge: no resend, no health probe
+            return Sent(None)
         if exchange.status == 429 and self.concurrency > 1 and not self.rate_limited:
             exchange = self._alone(case, via, exchange)
         self.budget.spend_tokens(tokens_used(exchange))
@@ -209,6 +229,23 @@ class Run:
         exchange.throttled = [*limited.throttled, limited, *exchange.throttled]
         return exchange
 
+    def interrupt(self, why: str) -> None:
+        """Stop sending (Ctrl-C): no case is sent from now on, and no attempt of a send in
+        flight (a retry, a resend alone, a probe) either. Only flags are set, so a signal
+        handler may call it whatever the thread it interrupted held; ``close`` then
+        abandons what is in flight instead of waiting for it."""
+        self.interrupted = why
+        self.client.stop()
+
+    def abandon(self) -> None:
+        """After ``interrupt``, from a thread other than the one it interrupted: every send
+        and chain not done fails with RunInterrupted now, so that nothing waits for one (a
+        slow target's answer); the threads that run them are left to the process's end."""
+        why = self.interrupted or "interrupted"
+        for future in list(self._futures):
+            with contextlib.suppress(InvalidStateError):  # done meanwhile
+                future.set_exception(RunInterrupted(why))
+
     def plan(self, items: Iterable[tuple[Scenario, Any]]) -> None:
         """Start what ``items`` will send, before the first of them plays (concurrency > 1).
 
@@ -238,6 +275,7 @@ class Run:
             return
         pool = self._pool("chains", 8)
         self._chains[key] = pool.submit(_play_body, self.item(urgent=True), scenario, param)
+        self._futures.add(self._chains[key])
 
     def chain(self, scenario: Scenario, param: Any) -> Future[ItemRun] | None:
         """The started chain of this item, if ``plan`` started one."""
@@ -272,14 +310,16 @@ class Run:
         """Stop the pools; prefetched sends no item collected are cancelled.
 
         Started chains end first (their sends are on a pool of their own), so that none
-        waits on a send cancelled under it.
+        waits on a send cancelled under it. An interrupted run waits for nothing: what is
+        queued is cancelled, what is in flight is abandoned (conformance/run/pool.py).
         """
+        wait = self.interrupted is None
         for kind in ("chains", "chain-sends", "sends"):
             pool = self._pools.pop(kind, None)
             if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=kind == "sends")
+                pool.shutdown(wait=wait, cancel_futures=kind == "sends" or not wait)
         self._chains.clear()
-        if "conformance.run.sdk" in sys.modules:
+        if wait and "conformance.run.sdk" in sys.modules:
             sys.modules["conformance.run.sdk"].join_preload()
 
 
