@@ -172,18 +172,50 @@ def test_args_are_split_as_a_shell_user_expects(args: str, words: list[str]) -> 
     assert any(split[i : i + len(words)] == words for i in range(len(split))), split
 
 
-def test_args_with_an_unbalanced_quote_is_one_error_line(tmp_path: Path) -> None:
-    run, outputs, _ = _gate(
+def test_args_with_an_unbalanced_quote_is_one_error_line_and_the_summary_says_so(
+    tmp_path: Path,
+) -> None:
+    """Issue 32: the job summary was empty. It says what is wrong, and which quote, but not
+    the text itself: a header's value in it may be a secret."""
+    run, outputs, summary = _gate(
         tmp_path, TARGET_URL="http://127.0.0.1:9", EXTRA_ARGS="--header 'X-Team: my team"
     )
     assert outputs["verdict"] == "bad-input" and outputs["exit-code"] == "4", run.stderr
     errors = [line for line in run.stderr.splitlines() if line.strip()]
     assert len(errors) == 1 and errors[0].startswith("ERROR: completions-conformance gate: args")
+    assert "an unbalanced quote: the ' after --header is never closed" in errors[0]
+    assert summary.startswith("## Completions conformance: ⛔ NOT RUN"), summary
+    assert "an unbalanced quote: the ' after --header is never closed" in summary
+    assert "my team" not in run.stderr + run.stdout + summary
+    assert _verdict_step(outputs) == 4
+
+
+def test_a_mistyped_option_is_named_as_one_with_the_nearest_option(tmp_path: Path) -> None:
+    """Issue 32: ``--max-exampels 2`` was summarised as "a target the suite cannot reach or
+    use". One ERROR line on the terminal (not one per shard), and the summary says which
+    option is unknown and which one was meant."""
+    run, outputs, summary = _gate(
+        tmp_path, TARGET_URL="http://127.0.0.1:9", SHARDS="2", EXTRA_ARGS="--max-exampels 2"
+    )
+    assert outputs["verdict"] == "bad-input" and outputs["exit-code"] == "4", run.stderr
+    said = (
+        "'--max-exampels' is not an option of the suite or of pytest (did you mean --max-examples?"
+    )
+    errors = [line for line in (run.stdout + run.stderr).splitlines() if "ERROR" in line]
+    assert len(errors) == 1 and said in errors[0], run.stdout + run.stderr
+    assert summary.startswith("## Completions conformance: ⛔ NOT RUN"), summary
+    assert said in summary and "refused its input" in summary
+    assert "cannot reach" not in summary
     assert _verdict_step(outputs) == 4
 
 
 @pytest.mark.parametrize("shards", ["0", "x"])
 def test_bad_shards_input_is_one_error_line(tmp_path: Path, shards: str) -> None:
-    run, outputs, _ = _gate(tmp_path, TARGET_URL="http://127.0.0.1:9", SHARDS=shards)
-    assert outputs["exit-code"] in ("2", "4") and "Traceback" not in run.stderr
-    assert _verdict_step(outputs) != 0
+    run, outputs, summary = _gate(tmp_path, TARGET_URL="http://127.0.0.1:9", SHARDS=shards)
+    assert outputs["exit-code"] == "4" and "Traceback" not in run.stderr
+    errors = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and errors[0].startswith("ERROR: completions-conformance gate: "), (
+        errors
+    )
+    assert "--shards" in summary and "NOT RUN" in summary  # never an empty summary
+    assert _verdict_step(outputs) == 4

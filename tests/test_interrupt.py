@@ -149,6 +149,34 @@ def test_a_second_ctrl_c_quits_at_once_without_a_traceback(slow: str, tmp_path: 
     assert AGAIN in run.lines or run.lines[-1].startswith("verdict: interrupted"), run.output
 
 
+def test_ctrl_c_at_the_gate_reaches_its_shards_and_merges_what_they_wrote(
+    slow: str, tmp_path: Path
+) -> None:
+    out, summary, outputs = tmp_path / "out", tmp_path / "summary.md", tmp_path / "outputs"
+    gate_args = ["gate", "--shards", "2", "--summary", str(summary), "--output", str(outputs)]
+    gate = Watched([*gate_args, *run_args(slow, out)], tmp_path)
+
+    def running() -> bool:
+        logs = [out / f"shard-{k}" / "run.log" for k in (1, 2)]
+        return all(log.is_file() and "collected" in log.read_text() for log in logs)
+
+    gate.wait_until(running)
+    time.sleep(1.0)
+    pressed = gate.ctrl_c()  # the gate's group alone: the shards hear it from the gate
+    took = gate.ended() - pressed
+    said = gate.output
+    assert gate.process.returncode == 130, said
+    assert took < WITHIN, f"{took:.1f} s after Ctrl-C:\n{said}"
+    assert "Traceback" not in said
+    assert FIRST in gate.lines, said
+    for k in (1, 2):  # each shard stopped on the one Ctrl-C the gate passed on
+        log = (out / f"shard-{k}" / "run.log").read_text()
+        assert log.count(FIRST) == 1 and AGAIN not in log, log
+    assert json.loads((out / "results.json").read_text())["meta"]["verdict"] == "interrupted"
+    assert "verdict=interrupted\nexit-code=130\n" in outputs.read_text()
+    assert "INTERRUPTED" in summary.read_text(encoding="utf-8")
+
+
 def test_an_interrupted_run_is_never_passed_and_its_shards_merge_interrupted() -> None:
     """decide() gives the word, once: interrupted before any other, whatever was seen."""
     must = Requirement("M0", Level.MUST, "schema", "must 0", "spec", bool, bool)

@@ -15,7 +15,8 @@ Light: imported by conformance/front/options.py in every pytest process.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+import difflib
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,13 +95,26 @@ def _expression_problem(option: str, expression: str) -> str | None:
     return None
 
 
+def nearest(flag: str, options: Iterable[str]) -> str | None:
+    """The option of ``options`` that ``flag`` most likely misspells (``--max-exampels``:
+    ``--max-examples``), if one is close enough."""
+    close = difflib.get_close_matches(flag.split("=", 1)[0], list(options), n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
 def problem(
-    namespace: argparse.Namespace, unknown: Sequence[str], invocation_dir: Path
+    namespace: argparse.Namespace,
+    unknown: Sequence[str],
+    invocation_dir: Path,
+    options: Iterable[str] = (),
 ) -> str | None:
     """The first word of a suite run's command line that cannot run, in one line; None
-    when every word is an option of the suite or of pytest, or a part of the suite."""
+    when every word is an option of the suite or of pytest, or a part of the suite. An
+    unknown option names the nearest of ``options`` (the suite's), if one is near."""
     for flag in unknown:
-        return f"{flag!r} is not an option of the suite or of pytest ({HELP})"
+        near = nearest(flag, options)
+        hint = f"did you mean {near}? {HELP}" if near else HELP
+        return f"{flag!r} is not an option of the suite or of pytest ({hint})"
     for name, value in vars(namespace).items():
         if isinstance(value, Unread):
             return f"--{name.replace('_', '-')} {str(value)!r}: expected {value.expected}"
