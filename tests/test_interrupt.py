@@ -11,6 +11,7 @@ so that the run is mid-flight when the signal comes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -22,6 +23,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from conformance.front.interrupt import AGAIN, FIRST
@@ -175,6 +177,34 @@ def test_ctrl_c_at_the_gate_reaches_its_shards_and_merges_what_they_wrote(
     assert json.loads((out / "results.json").read_text())["meta"]["verdict"] == "interrupted"
     assert "verdict=interrupted\nexit-code=130\n" in outputs.read_text()
     assert "INTERRUPTED" in summary.read_text(encoding="utf-8")
+
+
+def test_a_second_ctrl_c_while_the_proxy_writes_its_reports_quits_at_once(
+    slow: str, tmp_path: Path
+) -> None:
+    proxy = Watched(
+        ["proxy", "--upstream", slow, "--listen", "127.0.0.1:0", "--report-dir", str(tmp_path)],
+        tmp_path,
+    )
+    proxy.wait_until(r"live verdict at ")
+    url = proxy.lines[0].split(": ", 1)[1].split(" ", 1)[0]
+    body = {"model": "reference-model", "prompt": "Hi", "max_tokens": 2}
+    headers = {"Authorization": f"Bearer {KEY}"}
+
+    def ask() -> None:  # an answer in flight: stopping waits for it to end
+        with contextlib.suppress(httpx.HTTPError):
+            httpx.post(url + "/v1/completions", json=body, headers=headers, timeout=10)
+
+    threading.Thread(target=ask, daemon=True).start()
+    time.sleep(0.3)
+    proxy.ctrl_c()
+    time.sleep(0.3)
+    pressed = proxy.ctrl_c()
+    took = proxy.ended() - pressed
+    assert proxy.process.returncode == 130, proxy.output
+    assert "Traceback" not in proxy.output
+    assert AGAIN in proxy.lines, proxy.output
+    assert took < 2.0, f"{took:.1f} s after the second Ctrl-C:\n{proxy.output}"
 
 
 def test_an_interrupted_run_is_never_passed_and_its_shards_merge_interrupted() -> None:

@@ -423,3 +423,59 @@ def test_the_forwarding_process_ends_with_the_proxy(tmp_path: Path) -> None:
             time.sleep(0.2)
         else:
             pytest.fail("the forwarding process outlived the proxy")
+
+
+def _children(pid: int) -> list[tuple[int, str]]:
+    """The processes whose parent is ``pid``, with their command lines (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append((int(entry.name), cmdline))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the process in /proc")
+def test_a_dead_forwarding_process_ends_the_proxy_with_one_error_line(tmp_path: Path) -> None:
+    """Issue 32: a forwarding process killed (kill -9) left the proxy running, nothing
+    listening, and nothing said. It ends within a second or two: one ERROR line naming it,
+    the reports of what was judged, verdict error (the suite's own machinery broke)."""
+    with ReferenceServer("aihubmix", api_key=KEY) as ref:
+        command = [sys.executable, "-m", "conformance", "proxy", "--upstream", ref.url]
+        command += ["--listen", "127.0.0.1:0", "--report-dir", str(tmp_path)]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        proc = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        try:
+            assert proc.stdout is not None
+            url = proc.stdout.readline().split(": ", 1)[1].split(" ", 1)[0]
+            answer = httpx.post(
+                url + "/v1/completions",
+                json={"model": MODEL, "prompt": "Hi", "max_tokens": 2},
+                headers={"Authorization": f"Bearer {KEY}"},
+            )
+            assert answer.status_code == 200
+            forwarding = [pid for pid, cmd in _children(proc.pid) if "spawn_main" in cmd]
+            assert len(forwarding) == 1, _children(proc.pid)
+            os.kill(forwarding[0], signal.SIGKILL)
+            killed = time.monotonic()
+            out, err = proc.communicate(timeout=15)
+            took = time.monotonic() - killed
+        finally:
+            proc.kill()
+    assert proc.returncode == 3, (out, err)  # error: the suite's machinery broke
+    assert took < 5, f"{took:.1f} s"
+    errors = [line for line in err.splitlines() if line.strip()]
+    assert len(errors) == 1 and errors[0].startswith("ERROR: "), err
+    assert "forwarding process" in errors[0] and "SIGKILL" in errors[0], errors[0]
+    assert "verdict: error" in out
+    verdict = json.loads((tmp_path / "verdict.json").read_text())
+    assert verdict["verdict"] == "error" and verdict["traffic"]["judged"] == 1
+    assert (tmp_path / "results.json").is_file()

@@ -12,7 +12,9 @@ Users point their SDK's base URL at it. Two processes share the work:
   with the evidence of each finding) at ``/_conformance/`` (HTML) and
   ``/_conformance/verdict.json`` through the forwarding process, writes ``--har FILE``
   (the judged exchanges, redacted, HAR 1.2 for ``completions-conformance judge``) and,
-  on SIGINT or SIGTERM, the reports.
+  on SIGINT or SIGTERM, the reports (a second Ctrl-C quits at once, without them). A
+  forwarding process that dies (killed) ends the proxy too: one ``ERROR:`` line, the
+  reports of what was judged, verdict ``error`` (the suite's own machinery broke).
 
 Judging is CPU work in Python: in the forwarding process it would hold the GIL while
 chunks wait. Apart, it never sits on the request path, and a judge that fails leaves the
@@ -42,7 +44,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from conformance.front import forward
+from conformance.front import forward, interrupt
 from conformance.front.forward import LIVE, Plan, Shared
 from conformance.judging.contract import Contract
 from conformance.judging.exchange import Exchange
@@ -162,14 +164,23 @@ class ProxyServer:
             self.shared.release(held)
             self._taken += 1
 
-    def drain(self, timeout: float = 60.0, *, copies: bool = True) -> None:
+    def drain(
+        self, timeout: float = 60.0, *, copies: bool = True, stall: float | None = None
+    ) -> None:
         """Wait until every exchange the forwarding process handed over is judged and (with
         ``copies``) no copy is held: an answer a client has read whole may be handed over
-        just after. Once the forwarding process is gone, copies no longer matter."""
+        just after. Once the forwarding process is gone, copies no longer matter. With
+        ``stall``, stop waiting too once nothing was taken for that long (a forwarding
+        process that died may have lost what it was handing over)."""
         deadline = time.monotonic() + timeout
+        taken, moved = self._taken, time.monotonic()
         while time.monotonic() < deadline:
             held = self.shared.held.value if copies else 0
             if self._taken >= self.shared.offered.value and held == 0:
+                return
+            if self._taken != taken:
+                taken, moved = self._taken, time.monotonic()
+            elif stall is not None and time.monotonic() - moved > stall:
                 return
             time.sleep(0.01)
 
@@ -225,10 +236,34 @@ class ProxyServer:
         self.url = value
         return self.url
 
+    def died(self) -> str | None:
+        """What became of the forwarding process if it ended without being stopped
+        (killed), in words; None while it runs (or once stopped)."""
+        process = self._process
+        if process is None or process.is_alive():
+            return None
+        code = process.exitcode
+        how = f"exit status {code}"
+        if code is not None and code < 0:
+            with contextlib.suppress(ValueError):
+                how = f"killed by {signal.Signals(-code).name}"
+        return (
+            f"the proxy's forwarding process (pid {process.pid}) ended unasked ({how}): "
+            f"nothing listens on {self.url or 'its address'} any more"
+        )
+
+    def kill(self) -> None:
+        """End the forwarding process at once (safe in a signal handler: one signal)."""
+        process = self._process
+        if process is not None and process.pid is not None:
+            with contextlib.suppress(OSError):
+                os.kill(process.pid, signal.SIGKILL)
+
     def stop(self) -> Snapshot:
         """Stop forwarding (in-flight answers end first), judge what is left, close the
         HAR; the final verdict."""
         process, self._process = self._process, None
+        died = process is not None and not process.is_alive()
         if process is not None and process.is_alive():
             process.terminate()  # SIGTERM: uvicorn's graceful shutdown
             process.join(30)
@@ -236,7 +271,9 @@ class ProxyServer:
                 process.kill()
                 process.join(5)
         if self._worker.is_alive():
-            self.drain(DRAIN_TIMEOUT, copies=False)  # the forwarding process is gone
+            # The forwarding process is gone. One that died may have lost a hand-over half
+            # done: what is still coming comes at once, or not at all.
+            self.drain(DRAIN_TIMEOUT, copies=False, stall=2.0 if died else None)
             self._closing.set()  # what the judge has not taken by now is counted, not judged
             self.drain(5, copies=False)
             self._stopped.set()
@@ -348,7 +385,7 @@ def main(
         max_body_bytes=args.max_body_bytes,
         max_held=args.max_held_bytes,
     )
-    stop = _signalled()  # before the first request: a signal always ends in the reports
+    stop = _signalled(server)  # before the first request: a signal always ends in the reports
     try:
         url = server.start()
     except (OSError, RuntimeError) as exc:
@@ -356,7 +393,12 @@ def main(
         return BAD_INPUT
     print(f"{PROG}: {url} -> {args.upstream}; live verdict at {url}{LIVE}/", file=out, flush=True)
     while not stop.wait(0.5):
-        pass
+        if (died := server.died()) is not None:
+            # A proxy that forwards nothing must not look as if it still served: it ends,
+            # with the reports of what it judged, and the verdict says its machinery broke.
+            print(f"ERROR: {died}; writing the reports of what was judged", file=err, flush=True)
+            server.judge.note_error(f"suite error: {died}")
+            break
     snapshot = server.stop()
     written = write_traffic_reports(snapshot, Path(args.report_dir))
     if args.har:
@@ -367,10 +409,19 @@ def main(
     return snapshot.verdict.exit_code
 
 
-def _signalled() -> threading.Event:
+def _signalled(server: ProxyServer) -> threading.Event:
     """An event set on SIGINT or SIGTERM (set explicitly: a shell may start background jobs
-    with SIGINT ignored)."""
+    with SIGINT ignored). Once it is set, the proxy is judging what is left and writing the
+    reports: a Ctrl-C then quits at once, its forwarding process with it."""
     stop = threading.Event()
+    quit_now = interrupt.quit_at_once(before=server.kill, unwind=True)
+
+    def first(signum: int, frame: object) -> None:
+        if not stop.is_set():
+            stop.set()
+            signal.signal(signal.SIGINT, quit_now)
+            interrupt.say(f"{PROG}: stopping, writing the reports (Ctrl-C again to quit at once)")
+
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
+        signal.signal(signum, first)
     return stop
