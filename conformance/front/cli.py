@@ -162,7 +162,7 @@ def help_parser() -> argparse.ArgumentParser:
 
 
 def _epilog() -> str:
-    verdicts = "\n".join(f"  {o.word:<11} {o.exit_code}  {o.when}" for o in OUTCOMES)
+    verdicts = "\n".join(f"  {o.word:<11} {o.exit_code:<3}  {o.when}" for o in OUTCOMES)
     return f"""\
 verdict and exit status (the run's last line says which, and why):
 {verdicts}
