@@ -38,7 +38,9 @@ def test_a_refused_valid_value_is_named_per_value_in_every_report(
     assert entry.outcome == "declined"
     assert entry.detail == '400 with the error envelope: "max_tokens must be at least 1"'
     # A refused value is no probed feature: the capability figure is the conformant one's.
-    assert offered_of(outcome.results).counts == offered_of(_run(targets, "sse-crlf").results).counts
+    assert (
+        offered_of(outcome.results).counts == offered_of(_run(targets, "sse-crlf").results).counts
+    )
     summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert "value:max_tokens=0" in summary
     assert "Valid requests refused:" in summary
