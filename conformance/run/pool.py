@@ -49,6 +49,10 @@ class Pool:
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
             future, call = job
+            if future.done():
+                # Failed while queued (Run.abandon). Checked first: set_running_or_notify_cancel
+                # logs "Future ... in unexpected state" (CRITICAL, on stderr) before it raises.
+                continue
             try:
                 if not future.set_running_or_notify_cancel():
                     continue  # cancelled while queued
