@@ -33,8 +33,10 @@ prepared by preparation.py (venvs, builds, the model, the pinned versions); this
 them: preparation in the background, each target started, the suite run per profile, each
 finding replayed by curl, the servers stopped, the matrix written.
 
-Results: ``WORK/results/<target>-<spec>/{results.json,report.html,junit.xml}``, the
-server logs beside them, ``WORK/results/matrix.{html,md}`` and ``WORK/results/summary.json``.
+Results: ``WORK/results/<target>-<spec>/{results.json,report.html,junit.xml}`` and
+``provenance.json`` (server version, start command, date, the suite's commit), the
+server logs beside them, ``WORK/results/matrix.{html,md}`` and ``WORK/results/summary.json``; with ``--matrix``, the
+conformance matrix of real servers (matrix.py) in docs/matrix.{md,html}.
 Exit status 0 when every selected target was measured (its findings are data, not a
 failure of this script), 1 when a target could not be installed, started or measured.
 """
@@ -96,6 +98,23 @@ def run_suite(
         ),
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
     }
+    # The same, with the suite's commit, beside results.json: what the matrix (matrix.py)
+    # names each run by.
+    (out_dir / "provenance.json").write_text(
+        json.dumps(
+            {
+                "target": target.name,
+                "spec": spec,
+                "server_version": version,
+                "server_command": provenance["server_command"],
+                "command": provenance["command"],
+                "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "suite_commit": _suite_commit(),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     env = dict(
         os.environ,
         CONFORMANCE_API_KEY=key,
@@ -140,6 +159,31 @@ def run_suite(
     else:
         log(f"{target.name} / {spec}: no results.json (exit {rc}); see {log_path}")
     return entry
+
+
+def _suite_commit() -> str:
+    """The repository's commit, ``+ uncommitted changes`` when the tree differs from it."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"], cwd=REPO, capture_output=True,
+            text=True, timeout=30, check=True,
+        ).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+            capture_output=True, text=True, timeout=30, check=True,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return "not recorded (no git checkout)"
+    return head + (" + uncommitted changes" if dirty else "")
+
+
+def write_matrix(work: Work, out: Path) -> None:
+    """The conformance matrix (matrix.py) over every run in the results folder."""
+    cmd = [work.python, str(HERE / "matrix.py"), str(work.results), "--out", str(out)]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise StepError(f"matrix.py exited {proc.returncode}: {proc.stderr.strip()}")
+    log(proc.stdout.strip())
 
 
 def _portable(command: str, work: Work) -> str:
@@ -200,6 +244,15 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="where results go (default WORK/results): a separate folder leaves earlier runs "
         "and the installs' folder as they are",
+    )
+    parser.add_argument(
+        "--matrix",
+        nargs="?",
+        const=REPO / "docs",
+        type=Path,
+        metavar="DIR",
+        help="after the runs, write the conformance matrix (matrix.py) of every run in the "
+        "results folder to DIR/matrix.md and DIR/matrix.html (default: the repository's docs/)",
     )
     parser.add_argument(
         "--prepare-only", action="store_true", help="install and build, run nothing"
@@ -327,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
                     server.stop()
                 log(f"{target.name}: stopped")
         compare(work)
+        if args.matrix is not None:
+            write_matrix(work, args.matrix.resolve())
     except StepError as exc:
         failures.append(str(exc))
     finally:
