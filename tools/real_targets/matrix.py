@@ -118,6 +118,7 @@ class Matrix:
     notes: dict[str, str] = field(default_factory=dict)  # key -> reason or curl
     failures: dict[str, list[str]] = field(default_factory=dict)  # R key -> run, what failed
     version: int = MATRIX_VERSION
+    sources: tuple[str, ...] = ()  # the results folders read
 
 
 def shown_path(path: Path) -> str:
@@ -362,6 +363,8 @@ def markdown(m: Matrix) -> str:
         "",
         "## Coverage",
         "",
+        f"Results folders read: {', '.join(md_text(s) for s in m.sources) or 'not recorded'}.",
+        "",
         f"Covered: {', '.join(dict.fromkeys(md_text(r.target) for r in m.runs))}.",
     ]
     for server, specs in m.specs_not_run:
@@ -415,6 +418,7 @@ failed (failed/judged exchanges and one curl reproducer, R), declined (why, N), 
 (the reason the run recorded, N) or untested (why, N). Every cell is read from the results.json
 named in its column's facts.</p>
 <h2>Coverage</h2>
+<p>Results folders read: {{ m.sources|join(', ') if m.sources else 'not recorded' }}.</p>
 <p>Covered: {{ covered|join(', ') }}.</p>
 <ul>{% for s, specs in m.specs_not_run %}<li>{{ s }}: no run under {{ specs }} in these results.</li>{% endfor %}</ul>
 {% if m.not_covered %}<p>Not covered yet (servers of the tier without results here):</p>
@@ -483,6 +487,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         m = build(load_runs(args.results), args.not_run)
+        m.sources = tuple(shown_path(d) for d in args.results)
         for path in write(m, args.out):
             print(f"matrix: {os.path.relpath(path)}")
     except MatrixError as exc:
