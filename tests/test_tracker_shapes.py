@@ -80,3 +80,12 @@ def test_null_logprobs_unasked_is_openai_s_answer_under_the_openai_compatible_co
     assert compatible.results.tallies["RESP-NULL-FIELDS"].checked
     document = _run(targets, "nscale", "null-fields", contract=Contract.DOCUMENT)
     assert _failed(document) == {"RESP-NULL-FIELDS"}
+
+
+def test_a_cut_stream_is_not_counted_as_compared_with_its_twin(targets: Targets) -> None:
+    """Untested is not passed: a stream cut before any finish_reason leaves
+    STREAM-MATCHES-NONSTREAM nothing to judge, not a check that held."""
+    cut = _run(targets, "aihubmix", "stream-cut-after-first-chunk")
+    whole = _run(targets, "aihubmix", "sse-crlf")
+    assert whole.results.tallies["STREAM-MATCHES-NONSTREAM"].checked
+    assert not cut.results.tallies["STREAM-MATCHES-NONSTREAM"].checked
