@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from support import API_KEY, MODEL, Targets
 
 from conformance.front.runner import Outcome, run_suite
@@ -47,6 +48,7 @@ def test_a_refused_valid_value_is_named_per_value_in_every_report(
     assert '"max_tokens must be at least 1": max_tokens=0' in summary
 
 
+@pytest.mark.exhaustive  # a whole run in a subprocess or of its own
 def test_the_closing_block_names_the_refused_valid_requests(
     targets: Targets, tmp_path: Path
 ) -> None:
@@ -81,6 +83,7 @@ def test_best_of_served_where_openai_refuses_it_is_ignored_not_offered(targets: 
     ]
 
 
+@pytest.mark.exhaustive  # a whole run in a subprocess or of its own
 def test_a_conformant_target_shows_no_signal(targets: Targets) -> None:
     outcome = _run(targets, "sse-crlf")
     assert not [f for f in outcome.results.capabilities if f.startswith(("value:", "best_of:"))]

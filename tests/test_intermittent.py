@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from support import API_KEY, MODEL, Targets
 
 from conformance.front.runner import Outcome, run_suite
@@ -54,6 +55,7 @@ def test_a_failure_on_one_send_of_three_is_intermittent_in_every_report(
     assert valid_no_5xx["sends"][LABEL] == [1, SENDS]
 
 
+@pytest.mark.exhaustive  # a whole run of its own
 def test_a_small_request_budget_sends_each_once(tmp_path: Path) -> None:
     # A target of its own: the fault remembers what each target was sent.
     with ReferenceServer(api_key=API_KEY, faults=frozenset({FAULT})) as server:
