@@ -135,3 +135,24 @@ def capability_table(table: dict[str, dict[str, str]]) -> dict[str, Any]:
     from conformance.judging.results import Capability
 
     return {feature: Capability.from_json(entry) for feature, entry in table.items()}
+
+
+def declines_unnamed(
+    capabilities: dict[str, Any],
+    not_applicable: dict[str, str],
+    exercised: set[str],
+    spec: Spec,
+) -> list[str]:
+    """The MUSTs a capability decline left unexercised whose not-applicable reason does not
+    name the decline (the feature and the target's message), one line each; empty when all
+    do. ``capabilities``: feature -> {"outcome", "detail"} as results.json keeps them."""
+    declined = {f: e for f, e in capabilities.items() if e["outcome"] == "declined"}
+    wrong = []
+    for rid, req in REGISTRY.items():
+        if req.under(spec).level.value != "MUST" or rid in exercised:
+            continue
+        hit = [f for f in declined for need in req.needs if f == need or f.startswith(need + ":")]
+        reason = not_applicable.get(rid, "")
+        if hit and not (f"`{hit[0]}`" in reason and declined[hit[0]]["detail"] in reason):
+            wrong.append(f"{rid}: {reason or 'not listed as not applicable'}")
+    return wrong

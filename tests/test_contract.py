@@ -10,7 +10,7 @@ fails the run under Nscale's prose-less document as it does under AIHubMix's and
 from __future__ import annotations
 
 import pytest
-from support import API_KEY, MODEL, Targets, meta_of
+from support import API_KEY, MODEL, Targets, declines_unnamed, meta_of
 
 from conformance.front.proofs import CONTRACT_SHAPES, TOLERANCE
 from conformance.front.proofs_exact import EXACT
@@ -93,6 +93,11 @@ def test_legal_variations_stay_silent_under_openais_document(targets: Targets, f
     failed = sorted(t.id for t in outcome.results.tallies.values() if t.failed)
     assert failed == [], f"{fault} under openai: {failed}"
     assert outcome.verdict.word == "passed"
+    results = outcome.results
+    reasons = {u.id: u.reason for u in outcome.verdict.coverage.not_applicable}
+    exercised = {rid for rid, t in results.tallies.items() if t.checked > t.unsupported}
+    caps = {f: {"outcome": e.outcome, "detail": e.detail} for f, e in results.capabilities.items()}
+    assert not declines_unnamed(caps, reasons, exercised, load_spec("openai"))
 
 
 def test_the_header_names_the_contract() -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import Targets, target_args
+from support import Targets, declines_unnamed, target_args
 
 from conformance.front.plugin import SUITE_DIR
 from conformance.front.proofs import (
@@ -36,6 +36,7 @@ from conformance.front.proofs import (
 from conformance.front.proofs_exact import EXACT
 from conformance.judging.checks import load_checks
 from conformance.judging.requirements import REGISTRY
+from conformance.judging.spec import load_spec
 from conformance.reference.faults import CAPABILITY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,8 +135,15 @@ def test_legal_variation_produces_no_finding(
     assert findings == set()
     declined = {rid for rid, t in tallies.items() if t["unsupported"]}
     if fault in CAPABILITY:
-        # A capability switch is a decline the requirements that judge declines report.
+        # A capability switch is a decline the requirements that judge declines report,
+        # and the stated reason of every MUST it leaves out.
         assert declined and declined <= DECLINE_JUDGES, declined
+        data = json.loads((pytester.path / "out" / "results.json").read_text())
+        coverage = data["meta"]["coverage"]
+        reasons = {u["id"]: u["reason"] for u in coverage["not_applicable"]}
+        exercised = {rid for rid, t in tallies.items() if t["checked"] > t["unsupported"]}
+        caps = data.get("capabilities", {})
+        assert not declines_unnamed(caps, reasons, exercised, load_spec(flavor))
     else:
         assert declined == set()
 
