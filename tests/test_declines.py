@@ -141,3 +141,17 @@ def test_short_answers_to_every_prompt_are_a_stated_reason(targets: Targets) -> 
         f"{SkipCause.SHORT_ANSWER}: the target's answers to {len(STOP_PROBE_PROMPTS)} prompts "
         "each had fewer than two words to pick a stop sequence from"
     ]
+
+
+def test_a_form_declined_beside_one_offered_is_no_reason() -> None:
+    """``stop:string`` declined while ``stop:max`` is offered leaves STOP-ABSENT judgeable:
+    if it stayed unjudged, that is the suite's shortfall, never the decline's."""
+    req = REGISTRY["STOP-ABSENT"]
+    record = RunRecord(spec="aihubmix", target="t", model="m", musts=(req.id,))
+    results = Results.for_requirements([req])
+    results.note_capability("stop:string", "declined", '400 with the error envelope: "no"')
+    results.note_capability("stop:max", "offered", "200")
+    assert [u.id for u in coverage(results, record).untested] == [req.id]
+    results.note_capability("stop:max", "declined", '400 with the error envelope: "no"')
+    (excused,) = coverage(results, record).not_applicable
+    assert excused.id == req.id and "the target declined `stop:" in excused.reason

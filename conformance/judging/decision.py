@@ -93,17 +93,17 @@ def _feature_reason(results: Results, rid: str) -> tuple[bool, str]:
     of them with a proper 4xx, a stated reason; (False, what it did) when it ignored or broke
     one, the true reason it stays untested; (False, "") when the table says nothing.
 
-    A feature's forms (``stop:max``, ``stop:string``) speak for it unless the feature's own
-    entry shows it offered (``logprobs`` offered, ``logprobs:max`` declined: the requirement
-    could still be judged at a smaller count)."""
+    A feature's forms (``stop:max``, ``stop:string``) speak for it only when none of its
+    entries shows it offered: ``logprobs`` offered and ``logprobs:max`` declined, or
+    ``stop:max`` offered and ``stop:string`` declined, leave the requirement judgeable, so
+    the decline of one form is no reason for it to stay unjudged."""
     req = REGISTRY.get(rid)
     table = results.capabilities
     entries = []
     for need in req.needs if req is not None else ():
-        base = table.get(need)
-        if base is not None and base.outcome == "offered":
-            continue
-        entries += sorted((f, e) for f, e in table.items() if f == need or f.startswith(need + ":"))
+        forms = sorted((f, e) for f, e in table.items() if f == need or f.startswith(need + ":"))
+        if not any(e.outcome == "offered" for _, e in forms):
+            entries += forms
     for name, entry in entries:
         if entry.outcome == "declined":
             return True, f"the target declined `{name}`: {entry.detail}"
