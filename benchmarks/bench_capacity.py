@@ -43,11 +43,11 @@ FAULTS = ("unknown-model-200",)
 
 ENGINE_ONLY = """
 import json, sys, time
-from conformance.judging.case import Case
+from conformance.judging.wire.case import Case
 from conformance.run.client import Client
 from conformance.run.engine import Run
 from conformance.run.session import Settings
-from conformance.judging.spec import load_spec
+from conformance.judging.document.spec import load_spec
 
 url, n, c, key, spec = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 client = Client(url, api_key=key, concurrency=c)

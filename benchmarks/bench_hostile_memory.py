@@ -154,12 +154,12 @@ def child(url: str | None, stream: bool, concurrency: int = 1) -> dict[str, Any]
     """What suite requests cost: send ``concurrency`` at once, judge each, keep evidence."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from conformance.judging.case import Case
     from conformance.judging.checks import load_checks
-    from conformance.judging.exchange import Exchange
+    from conformance.judging.document.spec import load_spec
     from conformance.judging.requirements import REGISTRY
-    from conformance.judging.results import Results, evaluate
-    from conformance.judging.spec import load_spec
+    from conformance.judging.verdict.results import Results, evaluate
+    from conformance.judging.wire.case import Case
+    from conformance.judging.wire.exchange import Exchange
     from conformance.run.client import Client, Limits
 
     spec = load_spec("aihubmix")

@@ -44,13 +44,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import _common as bench
 import _fastdraw
 
-from conformance.judging.case import Case
 from conformance.judging.checks import load_checks
-from conformance.judging.exchange import Exchange
-from conformance.judging.latency import stream_latency
+from conformance.judging.document.spec import Spec, load_spec
 from conformance.judging.requirements import REGISTRY
-from conformance.judging.results import Results, evaluate, tokens_used
-from conformance.judging.spec import Spec, load_spec
+from conformance.judging.verdict.latency import stream_latency
+from conformance.judging.verdict.results import Results, evaluate, tokens_used
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange
 from conformance.run.client import Client
 from conformance.strategies import _draw, draw, edge_requests, invalid_cases, valid_requests
 

@@ -352,9 +352,9 @@ def judge_cost(args: argparse.Namespace) -> dict[str, Any]:
     streams of the upstream's shape, and of one snapshot (the live page's cost)."""
     from _stream_target import chunk
 
-    from conformance.judging.spec import load_spec
-    from conformance.judging.traffic import Seen
+    from conformance.judging.document.spec import load_spec
     from conformance.judging.traffic_judge import TrafficJudge
+    from conformance.judging.wire.traffic import Seen
 
     def stream(n: int, prompt: str) -> Seen:
         created = int(time.time())

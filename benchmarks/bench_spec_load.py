@@ -34,7 +34,7 @@ GOAL_RATIO = 2.0
 
 _LOAD = """
 import json, sys, time
-from conformance.judging.spec import load_spec, resolve_refs, specs_dir
+from conformance.judging.document.spec import load_spec, resolve_refs, specs_dir
 import yaml
 variant = sys.argv[1]
 start = time.perf_counter()

@@ -7,7 +7,7 @@ Builds, deterministically from a seeded RNG, a /v1/completions event stream of a
 objects), comment keep-alives and a final ``data: [DONE]``. The body is cut into
 socket-sized chunks and fed, on the same list of chunks, to
 
-* (a) ``conformance.judging.sse.SSEParser.feed`` / ``close``, and
+* (a) ``conformance.judging.wire.sse.SSEParser.feed`` / ``close``, and
 * (b) ``openai._streaming.SSEDecoder().iter_bytes(iter(chunks))``, which is exactly how
   ``openai.Stream`` consumes ``response.iter_bytes()``.
 
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as bench
 from openai._streaming import SSEDecoder
 
-from conformance.judging.sse import SSEParser
+from conformance.judging.wire.sse import SSEParser
 
 MIN_BYTES = 10 * 1024 * 1024
 

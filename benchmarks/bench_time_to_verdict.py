@@ -68,9 +68,9 @@ def proxy(url: str, concurrency: int) -> dict[str, Any]:
     """Send a default run's cases from ``concurrency`` threads through one Client; judge all."""
     sys.path.insert(0, str(bench.ROOT))
     from conformance.judging.checks import load_checks
+    from conformance.judging.document.spec import load_spec
     from conformance.judging.requirements import REGISTRY
-    from conformance.judging.results import evaluate
-    from conformance.judging.spec import load_spec
+    from conformance.judging.verdict.results import evaluate
     from conformance.run.client import Client
     from conformance.strategies import draw, edge_requests, invalid_cases, valid_requests
 

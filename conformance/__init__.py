@@ -32,28 +32,28 @@ from conformance.judging.version import VERSION
 if TYPE_CHECKING:
     from conformance.front.runner import Outcome as Outcome
     from conformance.front.runner import run_suite as run_suite
-    from conformance.judging.case import Case as Case
-    from conformance.judging.decision import decide as decide
+    from conformance.judging.document.spec import Spec as Spec
+    from conformance.judging.document.spec import SpecError as SpecError
+    from conformance.judging.document.spec import load_spec as load_spec
     from conformance.judging.exceptions import ConformanceError as ConformanceError
-    from conformance.judging.exchange import Exchange as Exchange
-    from conformance.judging.exchange import Headers as Headers
-    from conformance.judging.record import RunRecord as RunRecord
-    from conformance.judging.record import ScenarioRun as ScenarioRun
-    from conformance.judging.record import SkipCause as SkipCause
     from conformance.judging.requirements import Context as Context
     from conformance.judging.requirements import Level as Level
     from conformance.judging.requirements import Requirement as Requirement
     from conformance.judging.requirements import Unsupported as Unsupported
     from conformance.judging.requirements import Violation as Violation
     from conformance.judging.requirements import requirement as requirement
-    from conformance.judging.results import Finding as Finding
-    from conformance.judging.results import Results as Results
-    from conformance.judging.spec import Spec as Spec
-    from conformance.judging.spec import SpecError as SpecError
-    from conformance.judging.spec import load_spec as load_spec
-    from conformance.judging.verdict import Verdict as Verdict
-    from conformance.judging.wire import exchange_from_transcript as exchange_from_transcript
-    from conformance.judging.wire import exchange_from_wire as exchange_from_wire
+    from conformance.judging.verdict.decision import decide as decide
+    from conformance.judging.verdict.record import RunRecord as RunRecord
+    from conformance.judging.verdict.record import ScenarioRun as ScenarioRun
+    from conformance.judging.verdict.record import SkipCause as SkipCause
+    from conformance.judging.verdict.results import Finding as Finding
+    from conformance.judging.verdict.results import Results as Results
+    from conformance.judging.verdict.verdict import Verdict as Verdict
+    from conformance.judging.wire.case import Case as Case
+    from conformance.judging.wire.exchange import Exchange as Exchange
+    from conformance.judging.wire.exchange import Headers as Headers
+    from conformance.judging.wire.wire import exchange_from_transcript as exchange_from_transcript
+    from conformance.judging.wire.wire import exchange_from_wire as exchange_from_wire
     from conformance.run.assembly import BadInput as BadInput
     from conformance.run.client import Client as Client
     from conformance.run.engine import Run as Run
@@ -67,14 +67,14 @@ if TYPE_CHECKING:
 __version__ = VERSION
 
 _EXPORTS = {
-    "load_spec": "conformance.judging.spec",
-    "Spec": "conformance.judging.spec",
-    "SpecError": "conformance.judging.spec",
-    "Case": "conformance.judging.case",
-    "Exchange": "conformance.judging.exchange",
-    "Headers": "conformance.judging.exchange",
-    "exchange_from_wire": "conformance.judging.wire",
-    "exchange_from_transcript": "conformance.judging.wire",
+    "load_spec": "conformance.judging.document.spec",
+    "Spec": "conformance.judging.document.spec",
+    "SpecError": "conformance.judging.document.spec",
+    "Case": "conformance.judging.wire.case",
+    "Exchange": "conformance.judging.wire.exchange",
+    "Headers": "conformance.judging.wire.exchange",
+    "exchange_from_wire": "conformance.judging.wire.wire",
+    "exchange_from_transcript": "conformance.judging.wire.wire",
     "Client": "conformance.run.client",
     "ConformanceError": "conformance.judging.exceptions",
     "Context": "conformance.judging.requirements",
@@ -93,13 +93,13 @@ _EXPORTS = {
     "Outcome": "conformance.front.runner",
     "Scenario": "conformance.run.scenarios",
     "SCENARIOS": "conformance.run.scenarios",
-    "RunRecord": "conformance.judging.record",
-    "ScenarioRun": "conformance.judging.record",
-    "SkipCause": "conformance.judging.record",
-    "Verdict": "conformance.judging.verdict",
-    "decide": "conformance.judging.decision",
-    "Results": "conformance.judging.results",
-    "Finding": "conformance.judging.results",
+    "RunRecord": "conformance.judging.verdict.record",
+    "ScenarioRun": "conformance.judging.verdict.record",
+    "SkipCause": "conformance.judging.verdict.record",
+    "Verdict": "conformance.judging.verdict.verdict",
+    "decide": "conformance.judging.verdict.decision",
+    "Results": "conformance.judging.verdict.results",
+    "Finding": "conformance.judging.verdict.results",
 }
 __all__ = ["__version__", "judge", *_EXPORTS]
 
@@ -108,7 +108,7 @@ def judge(spec: Spec, exchange: Exchange, related: tuple[Exchange, ...] = ()) ->
     """Judge one (recorded) exchange by every registered requirement that applies,
     the provider's own (``requirement``) included, as a run judges it: a 429 by the
     rate-limit requirements alone, and one defect, one finding (a failure resting on a
-    witness this exchange shows wrong is withheld: conformance.judging.attribution)."""
+    witness this exchange shows wrong is withheld: conformance.judging.verdict.attribution)."""
     from conformance.judging.judge import judge_alone
 
     return judge_alone(spec, exchange, related)

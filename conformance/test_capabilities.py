@@ -1,4 +1,4 @@
-"""The capability table: one probe per optional feature (conformance.judging.capabilities)."""
+"""The capability table: one probe per optional feature (conformance.judging.verdict.capabilities)."""
 
 from conformance.front.plugin import suite_test
 from conformance.run import scenarios as s

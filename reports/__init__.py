@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.judging.events import Event, RunFinished
-from conformance.judging.results import Results
+from conformance.judging.verdict.events import Event, RunFinished
+from conformance.judging.verdict.results import Results
 from conformance.reports.baseline import BaselineDiff, check_baseline, compare_to_baseline
 from conformance.reports.html import render_html, write_html
 from conformance.reports.junit import write_junit
@@ -63,7 +63,7 @@ def write_all(results: Results, report_dir: Path) -> list[Path]:
 
 @dataclass
 class ReportWriter:
-    """A listener of the run's events (conformance.judging.events) that writes every report
+    """A listener of the run's events (conformance.judging.verdict.events) that writes every report
     into ``report_dir`` when it hears RunFinished; ``written`` lists the files."""
 
     report_dir: Path

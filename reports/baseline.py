@@ -16,7 +16,7 @@ How the plugin's ``--baseline FILE`` uses it (the plugin owns the option and the
 5. ``results.info.baseline = replace(diff, file=str(FILE))`` so that every report shows
    the lists.
 
-A fingerprint is ``REQUIREMENT|request class|path|message`` (conformance.judging.fingerprint): it
+A fingerprint is ``REQUIREMENT|request class|path|message`` (conformance.judging.verdict.fingerprint): it
 names a defect, not the generated request that showed it, so a baseline keeps its defects
 known at another ``--seed`` or ``--max-examples``. What the baseline was taken with (seed,
 example count, suite version) is compared and a difference is one warning line; a
@@ -29,9 +29,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from conformance.judging.fingerprint import is_current
-from conformance.judging.results import Results, Tally
-from conformance.judging.run_info import BaselineDiff
+from conformance.judging.verdict.fingerprint import is_current
+from conformance.judging.verdict.results import Results, Tally
+from conformance.judging.verdict.run_info import BaselineDiff
 
 __all__ = [
     "TAKEN_WITH",

@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 from conformance.judging.checks import load_checks
-from conformance.judging.contract import DEFAULT_CONTRACT, Contract
+from conformance.judging.document.contract import DEFAULT_CONTRACT, Contract
+from conformance.judging.document.spec import Spec, load_spec, specs_dir
 from conformance.judging.requirements import REGISTRY, Requirement
-from conformance.judging.spec import Spec, load_spec, specs_dir
 from conformance.reports.summary import LEVELS, areas_of
 
 DEFAULT_PATH = Path("docs/requirements.md")

@@ -5,7 +5,7 @@
 Writes the requirement × target matrix, the capabilities side by side and a score per
 target as HTML and/or Markdown; with neither option, prints the Markdown. Bad input (a
 missing file, not JSON, another schema_version, not a results document) ends with one
-``conformance-compare: error: ...`` line on stderr and exit status 4 (bad input, as every front door: judging/outcomes.py).
+``conformance-compare: error: ...`` line on stderr and exit status 4 (bad input, as every front door: judging/verdict/outcomes.py).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 from conformance.judging.exceptions import ConformanceError
-from conformance.judging.outcomes import BAD_INPUT
-from conformance.judging.results import RESULTS_SCHEMA_VERSION, Results
+from conformance.judging.verdict.outcomes import BAD_INPUT
+from conformance.judging.verdict.results import RESULTS_SCHEMA_VERSION, Results
 from conformance.reports.markdown import comparison_markdown
 from conformance.reports.matrix import DIFFER_LEGEND, SCORES_LEGEND, Comparison, compare
 from conformance.reports.render import render

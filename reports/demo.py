@@ -11,14 +11,14 @@ import argparse
 import json
 from pathlib import Path
 
-from conformance.judging.case import Case
-from conformance.judging.decision import decide
-from conformance.judging.examples import Outcome
-from conformance.judging.exchange import Exchange, Headers, SSEEvent
-from conformance.judging.record import RunRecord
 from conformance.judging.requirements import Context, Level, Requirement
-from conformance.judging.results import Capability, Finding, Results
-from conformance.judging.run_info import SpecNote
+from conformance.judging.verdict.decision import decide
+from conformance.judging.verdict.examples import Outcome
+from conformance.judging.verdict.record import RunRecord
+from conformance.judging.verdict.results import Capability, Finding, Results
+from conformance.judging.verdict.run_info import SpecNote
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange, Headers, SSEEvent
 
 URL = "https://gateway.example/v1/completions"
 
@@ -185,7 +185,7 @@ def demo_results(*, target: str = URL, failing: bool = True) -> Results:
         "suffix": Capability("declined", "400 with the error envelope"),
     }
     results.info.concurrency = 8
-    # The shape conformance/judging/latency.py records for each streamed 200.
+    # The shape conformance/judging/verdict/latency.py records for each streamed 200.
     results.latency = [
         {
             "case": "stream n=1",

@@ -10,11 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conformance.judging.examples import Example, Outcome
-from conformance.judging.outcomes import MEANINGS
-from conformance.judging.results import RESULTS_SCHEMA_VERSION, Results, Tally, latency_summary
-from conformance.judging.run_info import RunInfo
-from conformance.judging.verdict import Coverage
+from conformance.judging.verdict.examples import Example, Outcome
+from conformance.judging.verdict.outcomes import MEANINGS
+from conformance.judging.verdict.results import (
+    RESULTS_SCHEMA_VERSION,
+    Results,
+    Tally,
+    latency_summary,
+)
+from conformance.judging.verdict.run_info import RunInfo
+from conformance.judging.verdict.verdict import Coverage
 from conformance.reports.render import render
 from conformance.reports.summary import (
     ERROR,

@@ -23,9 +23,9 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from conformance.judging.examples import Example, Outcome
-from conformance.judging.results import Results, Tally
-from conformance.judging.verdict import Coverage
+from conformance.judging.verdict.examples import Example, Outcome
+from conformance.judging.verdict.results import Results, Tally
+from conformance.judging.verdict.verdict import Coverage
 from conformance.reports.summary import (
     ERROR,
     FAILED,

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from conformance.judging.run_info import RunInfo
-from conformance.judging.verdict import Uncovered
+from conformance.judging.verdict.run_info import RunInfo
+from conformance.judging.verdict.verdict import Uncovered
 from conformance.reports.matrix import (
     DESELECTED,
     DIFFER_LEGEND,

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.judging.results import Capability, Results, Spent, Tally, latency_summary
-from conformance.judging.run_info import BaselineDiff, RunInfo
-from conformance.judging.verdict import Coverage
+from conformance.judging.verdict.results import Capability, Results, Spent, Tally, latency_summary
+from conformance.judging.verdict.run_info import BaselineDiff, RunInfo
+from conformance.judging.verdict.verdict import Coverage
 from conformance.reports.summary import (
     ERROR,
     FAILED,

@@ -22,12 +22,12 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from conformance.judging.attribution import attribute
-from conformance.judging.decision import decide, recorded_record
-from conformance.judging.outcomes import BAD_INPUT
-from conformance.judging.record import RunRecord, ShardMismatch, combine_shards
-from conformance.judging.results import Results
-from conformance.judging.verdict import Verdict
+from conformance.judging.verdict.attribution import attribute
+from conformance.judging.verdict.decision import decide, recorded_record
+from conformance.judging.verdict.outcomes import BAD_INPUT
+from conformance.judging.verdict.record import RunRecord, ShardMismatch, combine_shards
+from conformance.judging.verdict.results import Results
+from conformance.judging.verdict.verdict import Verdict
 from conformance.reports import write_all
 from conformance.reports.baseline import check_baseline, compare_to_baseline
 from conformance.reports.compare import InputError, load_results

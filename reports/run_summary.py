@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.judging.examples import Example, Outcome
-from conformance.judging.outcomes import MEANINGS
-from conformance.judging.results import Results, Tally, latency_summary
+from conformance.judging.verdict.examples import Example, Outcome
+from conformance.judging.verdict.outcomes import MEANINGS
+from conformance.judging.verdict.results import Results, Tally, latency_summary
 from conformance.reports.markdown import cell, table
 from conformance.reports.summary import (
     ERROR,

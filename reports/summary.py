@@ -11,14 +11,14 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from conformance.judging.capabilities import VALUE
-from conformance.judging.decision import verdict_of as decided_verdict
-from conformance.judging.examples import Example, Outcome
-from conformance.judging.outcomes import SHARD_MEANINGS
 from conformance.judging.requirements import AREAS, Level
-from conformance.judging.results import Results, Status, Tally
-from conformance.judging.run_info import RegistryEntry, RunInfo
-from conformance.judging.verdict import Coverage, Uncovered, Verdict, deciding_levels
+from conformance.judging.verdict.capabilities import VALUE
+from conformance.judging.verdict.decision import verdict_of as decided_verdict
+from conformance.judging.verdict.examples import Example, Outcome
+from conformance.judging.verdict.outcomes import SHARD_MEANINGS
+from conformance.judging.verdict.results import Results, Status, Tally
+from conformance.judging.verdict.run_info import RegistryEntry, RunInfo
+from conformance.judging.verdict.verdict import Coverage, Uncovered, Verdict, deciding_levels
 
 LEVELS = tuple(level.value for level in Level)
 
@@ -44,7 +44,7 @@ STATUS_LABELS = {
 
 def policies_of(info: RunInfo) -> list[RegistryEntry]:
     """The suite policies in force for the run (``info.policies``, the registry of
-    conformance/judging/policies.py, also lists the errata applied: those are left out here)."""
+    conformance/judging/document/policies.py, also lists the errata applied: those are left out here)."""
     return [e for e in info.policies or () if e.kind == "policy"]
 
 
@@ -94,7 +94,7 @@ def verdict_of(results: Results) -> Verdict:
 
 
 def coverage_of(results: Results) -> Coverage:
-    """The run's coverage as its verdict recorded it (conformance.judging.decision.coverage,
+    """The run's coverage as its verdict recorded it (conformance.judging.verdict.decision.coverage,
     the one rule); empty when the run recorded no verdict (``results.verdict`` None)."""
     return Coverage() if results.verdict is None else results.verdict.coverage
 
@@ -295,7 +295,7 @@ def scores(results: Results) -> dict[str, Score]:
     return out
 
 
-#: The outcomes of a capability probe (conformance/judging/capabilities.py), in the order shown.
+#: The outcomes of a capability probe (conformance/judging/verdict/capabilities.py), in the order shown.
 OFFER_OUTCOMES = ("offered", "declined", "ignored", "broken")
 #: What the capability figure is, wherever it is shown.
 OFFERED_LEGEND = (

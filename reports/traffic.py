@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from conformance.judging.results import RESULTS_SCHEMA_VERSION
 from conformance.judging.traffic_judge import Snapshot
+from conformance.judging.verdict.results import RESULTS_SCHEMA_VERSION
 from conformance.reports import write_all
 from conformance.reports.render import render
 

@@ -8,7 +8,7 @@ Bounds, enums, required fields and prompt forms are read from the Spec's request
 - :func:`invalid_requests` / :func:`invalid_cases`: Cases that break exactly one named
   rule (``Case.breaks``), as a strategy and as one list entry per rule.
 - :func:`broken_rules` / :func:`cross_field_problems`: which rules a request breaks (the
-  request oracle of the judge core, conformance/judging/oracle.py, re-exported).
+  request oracle of the judge core, conformance/judging/document/oracle.py, re-exported).
 - :func:`draw`: a reproducible list of values from a strategy.
 - :func:`build_case`: the one constructor of Cases; valid, edge and probe bodies are
   validated by openapi-core and adapted to the nearest valid values or
@@ -18,8 +18,8 @@ Bounds, enums, required fields and prompt forms are read from the Spec's request
 - :class:`NoValidPrompt`: the document as written admits no prompt (``--strict-spec``).
 """
 
-from conformance.judging.oracle import broken_rules, cross_field_problems
-from conformance.judging.validation import oracle_rules
+from conformance.judging.document.oracle import broken_rules, cross_field_problems
+from conformance.judging.document.validation import oracle_rules
 from conformance.strategies._cases import CaseSkipped, build_case
 from conformance.strategies._describe import describe, prompt_form, request_tags
 from conformance.strategies._draw import draw

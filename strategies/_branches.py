@@ -18,7 +18,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.judging.oracle import alternatives
+from conformance.judging.document.oracle import alternatives
 from conformance.strategies._schema import interval, types_of
 
 # Longest string a branch may force on us (beyond a cap) before it is not drawn at all.

@@ -1,7 +1,7 @@
 """The one constructor of Cases: every body the suite calls valid is checked by openapi-core.
 
 :func:`build_case` validates a valid, edge or probe body against the spec's operation with
-openapi-core (conformance/judging/validation.py) and with the cross-field rules the document
+openapi-core (conformance/judging/document/validation.py) and with the cross-field rules the document
 states. A body that breaks the spec is moved to the nearest valid values (a number
 clamped into its bounds, a string or list cut or padded to its lengths, an unlisted value
 replaced by the enum's first, an optional field dropped as a last resort) and its label
@@ -17,11 +17,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from conformance.judging.case import Auth, Case, Mode
+from conformance.judging.document.oracle import RULE_NAME, alternatives
+from conformance.judging.document.spec import Spec
+from conformance.judging.document.validation import oracle_rules
 from conformance.judging.exceptions import ConformanceError
-from conformance.judging.oracle import RULE_NAME, alternatives
-from conformance.judging.spec import Spec
-from conformance.judging.validation import oracle_rules
+from conformance.judging.wire.case import Auth, Case, Mode
 from conformance.strategies._describe import request_tags
 from conformance.strategies._schema import example, interval, json_type, types_of, view_of
 

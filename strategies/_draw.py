@@ -30,8 +30,8 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
+from conformance.judging.document.spec_source import user_cache
 from conformance.judging.exceptions import ConformanceError
-from conformance.judging.spec_source import user_cache
 
 # Hypothesis keeps its caches (its Unicode tables) in ./.hypothesis unless told where
 # (HYPOTHESIS_STORAGE_DIRECTORY, its documented setting): a suite run writes nothing

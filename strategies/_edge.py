@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from conformance.judging.case import MAY_REFUSE_TAG, Case
-from conformance.judging.spec import Spec
+from conformance.judging.document.spec import Spec
+from conformance.judging.wire.case import MAY_REFUSE_TAG, Case
 from conformance.strategies._branches import largest, smallest
 from conformance.strategies._requests import (
     BEST_OF_MARGIN,

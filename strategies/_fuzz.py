@@ -1,6 +1,6 @@
 """schemathesis as a second, independent generator (opt-in: ``--fuzz N``, extra ``[fuzz]``).
 
-schemathesis reads the corrected document (conformance.judging.validation.corrected_document) and
+schemathesis reads the corrected document (conformance.judging.document.validation.corrected_document) and
 generates by its own rules: its coverage phase (boundary values, wrong types, missing
 required fields, one per scenario) and its positive and negative modes. Each body is then
 classified by the suite's own oracle (openapi-core plus the stated cross-field rules), not
@@ -15,10 +15,10 @@ import itertools
 import json
 from typing import Any
 
-from conformance.judging.case import Case
+from conformance.judging.document.spec import Spec
+from conformance.judging.document.validation import corrected_document, oracle_rules
 from conformance.judging.exceptions import ConformanceError
-from conformance.judging.spec import Spec
-from conformance.judging.validation import corrected_document, oracle_rules
+from conformance.judging.wire.case import Case
 from conformance.strategies._cases import build_case
 from conformance.strategies._describe import describe, request_tags
 from conformance.strategies._draw import SEED_STRIDE, draw_some

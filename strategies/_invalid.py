@@ -17,8 +17,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.judging.case import Case
-from conformance.judging.oracle import (
+from conformance.judging.document.oracle import (
     BODY_NOT_JSON,
     BODY_TYPE,
     CROSS_BEST_OF_BELOW_N,
@@ -27,8 +26,9 @@ from conformance.judging.oracle import (
     alternatives,
     broken_rules,
 )
-from conformance.judging.policies import NULL_AS_DEFAULT
-from conformance.judging.spec import Spec
+from conformance.judging.document.policies import NULL_AS_DEFAULT
+from conformance.judging.document.spec import Spec
+from conformance.judging.wire.case import Case
 from conformance.strategies._describe import request_tags
 from conformance.strategies._requests import SAMPLE_PROMPTS, NoValidPrompt, make_plan
 from conformance.strategies._schema import (

@@ -14,11 +14,11 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.judging.case import Case, Mode
+from conformance.judging.document.oracle import alternatives
+from conformance.judging.document.policies import OPENAI_PROMPT_FORMS
+from conformance.judging.document.spec import Spec
 from conformance.judging.exceptions import ConformanceError
-from conformance.judging.oracle import alternatives
-from conformance.judging.policies import OPENAI_PROMPT_FORMS
-from conformance.judging.spec import Spec
+from conformance.judging.wire.case import Case, Mode
 from conformance.strategies._branches import (
     PROMPT_FORMS,
     Branch,

@@ -12,8 +12,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from conformance.judging.oracle import alternatives, declared_default, request_schema_errors
-from conformance.judging.spec import Spec
+from conformance.judging.document.oracle import (
+    alternatives,
+    declared_default,
+    request_schema_errors,
+)
+from conformance.judging.document.spec import Spec
 
 Schema = Mapping[str, Any]
 

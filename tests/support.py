@@ -7,12 +7,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.judging.case import Case
 from conformance.judging.checks import load_checks
-from conformance.judging.exchange import Exchange
+from conformance.judging.document.spec import Spec, load_spec
 from conformance.judging.requirements import REGISTRY
-from conformance.judging.results import Finding, evaluate
-from conformance.judging.spec import Spec, load_spec
+from conformance.judging.verdict.results import Finding, evaluate
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange
 from conformance.reference import ReferenceServer
 from conformance.run.client import Client, Limits
 
@@ -120,8 +120,8 @@ def meta_of(results: Any) -> dict[str, Any]:
 def set_meta(results: Any, **changes: Any) -> Any:
     """``results`` with these results.json ``meta`` keys written (None removes one), read
     back typed as a results.json written so would be (RunInfo, Verdict)."""
-    from conformance.judging.run_info import RunInfo
-    from conformance.judging.verdict import Verdict
+    from conformance.judging.verdict.run_info import RunInfo
+    from conformance.judging.verdict.verdict import Verdict
 
     meta = {**meta_of(results), **changes}
     meta = {k: v for k, v in meta.items() if v is not None or k not in changes}
@@ -132,7 +132,7 @@ def set_meta(results: Any, **changes: Any) -> Any:
 
 def capability_table(table: dict[str, dict[str, str]]) -> dict[str, Any]:
     """A capability table as results.json writes it, typed (Results.capabilities)."""
-    from conformance.judging.results import Capability
+    from conformance.judging.verdict.results import Capability
 
     return {feature: Capability.from_json(entry) for feature, entry in table.items()}
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conformance.judging.case import Case
-from conformance.judging.exchange import Exchange, Headers, SSEEvent
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange, Headers, SSEEvent
 
 MODEL = "reference-model"
 CREATED = 1_760_000_000

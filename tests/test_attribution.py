@@ -1,5 +1,5 @@
 """Attribution: a witness the target is shown to get wrong is no evidence for another
-requirement (conformance/judging/attribution.py), on synthetic exchanges judged into Results.
+requirement (conformance/judging/verdict/attribution.py), on synthetic exchanges judged into Results.
 
 The fault corpus (tests/test_fault_corpus.py) runs the same shapes on the reference
 target: usage-completion-off-by-one and stream-logprobs-cumulative. LiteLLM's shapes of
@@ -20,17 +20,17 @@ from support import Targets, judge, target_args
 from synthetic import body_exchange, chunks_for, completion_for, req, stream_exchange
 
 from conformance.front.plugin import SUITE_DIR
-from conformance.judging.attribution import attribute
-from conformance.judging.case import Case
 from conformance.judging.checks import load_checks
 from conformance.judging.checks.defaults import DEFAULT_MAX_TOKENS_TAG
 from conformance.judging.checks.invariants import STREAM_TWIN_TAG
-from conformance.judging.exchange import Exchange
-from conformance.judging.record import ScenarioRun
+from conformance.judging.document.spec import load_spec
 from conformance.judging.requirements import REGISTRY
-from conformance.judging.results import Results
-from conformance.judging.spec import load_spec
-from conformance.judging.wire import exchange_from_wire
+from conformance.judging.verdict.attribution import attribute
+from conformance.judging.verdict.record import ScenarioRun
+from conformance.judging.verdict.results import Results
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange
+from conformance.judging.wire.wire import exchange_from_wire
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "real_targets"))
 import transcript

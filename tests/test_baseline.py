@@ -17,9 +17,9 @@ from support import API_KEY, MODEL, Targets, meta_of, target_args
 
 from conformance.front.plugin import SUITE_DIR
 from conformance.front.runner import assemble, run_suite
-from conformance.judging.case import Case
-from conformance.judging.fingerprint import normalise_message, request_class
-from conformance.judging.results import Finding, Results
+from conformance.judging.verdict.fingerprint import normalise_message, request_class
+from conformance.judging.verdict.results import Finding, Results
+from conformance.judging.wire.case import Case
 from conformance.reports.baseline import check_baseline, compare_to_baseline
 from conformance.run.assembly import BadInput
 from conformance.run.scenarios import BY_NAME

@@ -10,13 +10,13 @@ import pytest
 from support import MODEL, Targets, capability_table, judge, target_args
 
 from conformance.front.plugin import SUITE_DIR
-from conformance.judging import capabilities as cap
-from conformance.judging.case import Case
 from conformance.judging.checks import load_checks
-from conformance.judging.contract import Contract
-from conformance.judging.exchange import Exchange, Headers
-from conformance.judging.results import Finding, Results
-from conformance.judging.spec import load_spec
+from conformance.judging.document.contract import Contract
+from conformance.judging.document.spec import load_spec
+from conformance.judging.verdict import capabilities as cap
+from conformance.judging.verdict.results import Finding, Results
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange, Headers
 
 BASE = {"model", "prompt", "max_tokens", "temperature"}
 # What a probe may carry besides its one feature, because the feature needs it.

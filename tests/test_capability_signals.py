@@ -17,7 +17,7 @@ import pytest
 from support import API_KEY, MODEL, Targets
 
 from conformance.front.runner import Outcome, run_suite
-from conformance.judging import capabilities as cap
+from conformance.judging.verdict import capabilities as cap
 from conformance.reports.summary import offered_of
 from conformance.run.session import Settings, Setup
 
@@ -90,7 +90,7 @@ def test_a_conformant_target_shows_no_signal(targets: Targets) -> None:
 
 
 def test_the_logit_bias_probe_biases_a_token_every_vocabulary_has() -> None:
-    from conformance.judging.spec import load_spec
+    from conformance.judging.document.spec import load_spec
 
     probes = cap.capability_probes(load_spec("aihubmix"), MODEL, 8)
     (probe,) = [p for p in probes if cap.feature_of(p) == "logit_bias"]

@@ -10,9 +10,9 @@ from typing import Any
 from support import failed, judge
 from synthetic import body_exchange, chunks_for, completion_for, req, stream_exchange
 
-from conformance.judging.case import Case
 from conformance.judging.checks import load_checks
-from conformance.judging.spec import load_spec
+from conformance.judging.document.spec import load_spec
+from conformance.judging.wire.case import Case
 
 load_checks()
 AIHUBMIX, NSCALE = load_spec("aihubmix"), load_spec("nscale")

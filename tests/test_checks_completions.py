@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from support import Targets, case, failed
 
-from conformance.judging.case import Case
+from conformance.judging.wire.case import Case
 from conformance.run.scenarios import across_words
 
 FLAVORS = ("aihubmix", "nscale")

@@ -14,7 +14,6 @@ import pytest
 from support import API_KEY, MODEL, Targets, case, failed, judge, meta_of
 from synthetic import body_exchange, req
 
-from conformance.judging.case import Case
 from conformance.judging.checks import load_checks
 from conformance.judging.checks.errors import (
     AUTH_PROBES,
@@ -22,10 +21,11 @@ from conformance.judging.checks.errors import (
     bad_request_probes,
     unknown_model_probe,
 )
-from conformance.judging.exchange import Exchange, Headers
+from conformance.judging.document.spec import Spec, load_spec
 from conformance.judging.requirements import REGISTRY, Level
-from conformance.judging.results import Results
-from conformance.judging.spec import Spec, load_spec
+from conformance.judging.verdict.results import Results
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange, Headers
 from conformance.run.client import Client, Limits, RetryPolicy
 from conformance.run.engine import Run, status_summary
 from conformance.run.session import Settings

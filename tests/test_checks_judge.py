@@ -16,8 +16,8 @@ from synthetic import body_exchange, chunks_for, completion_for, req, stream_exc
 
 from conformance.judging.checks import load_checks
 from conformance.judging.checks.errors import unknown_model_probe
-from conformance.judging.contract import Contract, binds
-from conformance.judging.exchange import Exchange
+from conformance.judging.document.contract import Contract, binds
+from conformance.judging.document.spec import load_spec
 from conformance.judging.requirements import (
     EVIDENCE,
     MUST_EVIDENCE,
@@ -27,7 +27,7 @@ from conformance.judging.requirements import (
     Violation,
     requirement,
 )
-from conformance.judging.spec import load_spec
+from conformance.judging.wire.exchange import Exchange
 
 load_checks()
 AIHUBMIX, NSCALE = load_spec("aihubmix"), load_spec("nscale")
@@ -517,7 +517,7 @@ def test_a_field_the_document_does_not_declare_binds_nothing() -> None:
     # echo requirements rest on the OpenAI contract alone (SHOULD).
     import copy as _copy
 
-    from conformance.judging.spec import Spec
+    from conformance.judging.document.spec import Spec
 
     def nscale_with(echo: dict[str, Any] | None) -> Spec:
         document = _copy.deepcopy(NSCALE.document)
@@ -549,8 +549,8 @@ def test_a_stated_requirement_names_its_other_evidence() -> None:
 
 
 def test_the_run_and_its_verdict_use_the_level_under_the_spec_judged() -> None:
-    from conformance.judging.decision import coverage, decide
-    from conformance.judging.results import Results
+    from conformance.judging.verdict.decision import coverage, decide
+    from conformance.judging.verdict.results import Results
     from conformance.run.session import Settings, record_of
 
     def nscale_run(spec: Any) -> tuple[Any, Any]:

@@ -13,13 +13,13 @@ import pytest
 from support import failed, judge
 from synthetic import body_exchange, chunks_for, completion_for, req, stream_exchange
 
-from conformance.judging.case import MAY_REFUSE_TAG, Case
 from conformance.judging.checks.defaults import DEFAULT_MAX_TOKENS_TAG, default_max_tokens
 from conformance.judging.checks.invariants import N_TWIN_TAG, STREAM_TWIN_TAG
 from conformance.judging.checks.liveness import HEALTH_TAG
-from conformance.judging.exchange import Exchange, Headers
-from conformance.judging.results import Finding
-from conformance.judging.spec import Spec, load_spec
+from conformance.judging.document.spec import Spec, load_spec
+from conformance.judging.verdict.results import Finding
+from conformance.judging.wire.case import MAY_REFUSE_TAG, Case
+from conformance.judging.wire.exchange import Exchange, Headers
 from conformance.run.health import Health
 
 

@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 from support import examples
 from synthetic import body_exchange, chunks_for, completion_for, req, stream_exchange
 
-from conformance.judging.case import Case
 from conformance.judging.checks import load_checks
-from conformance.judging.exchange import Exchange
+from conformance.judging.document.spec import load_spec
 from conformance.judging.requirements import REGISTRY, Context, Unsupported, Violation
-from conformance.judging.spec import load_spec
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange
 
 load_checks()
 SPECS = {name: load_spec(name) for name in ("aihubmix", "nscale")}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from support import Targets, case, failed
 
-from conformance.judging.case import Case
-from conformance.judging.exchange import Exchange
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange
 from conformance.run import sdk
 
 FLAVORS = ("aihubmix", "nscale")

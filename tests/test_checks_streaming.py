@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from support import API_KEY, FAST_LIMITS, Target, Targets, case, failed, judge, must_failures
 
-from conformance.judging.case import Case
 from conformance.judging.checks.stream_text import corruption
 from conformance.judging.checks.streaming import TWIN_TAG
-from conformance.judging.exchange import SSEEvent
-from conformance.judging.latency import is_buffered, stream_latency
+from conformance.judging.verdict.latency import is_buffered, stream_latency
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import SSEEvent
 from conformance.reference import FAULTS, TOLERATED
 from conformance.run.client import Client, Limits
 from conformance.run.engine import Run

@@ -10,7 +10,7 @@ import pytest
 from support import Targets, target_args
 
 from conformance.front.plugin import SUITE_DIR
-from conformance.judging.outcomes import BAD_INPUT
+from conformance.judging.verdict.outcomes import BAD_INPUT
 from conformance.reports.merge import main as merge_main
 
 QUICK = ("-p", "no:cacheprovider", "--max-examples", "3")

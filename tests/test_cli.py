@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conformance.front import cli
-from conformance.judging.outcomes import EXIT_CODES
+from conformance.judging.verdict.outcomes import EXIT_CODES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,7 +49,7 @@ def test_help_shows_every_suite_option_and_every_exit_code(
     add_options(recorder)  # type: ignore[arg-type]
     for names, _ in recorder.options:
         assert names[0] in page, names[0]
-    # The page's table is the one table of outcomes (conformance.judging.outcomes).
+    # The page's table is the one table of outcomes (conformance.judging.verdict.outcomes).
     for word, code in EXIT_CODES.items():
         assert f"  {word:<11} {code}  " in page
 

@@ -17,8 +17,8 @@ import pytest
 from hostile_servers import MIB, HeldBySlowRequest, RawServer, Servers, endless_sse, gone, respond
 from support import API_KEY, MODEL, case
 
-from conformance.judging.case import Case
-from conformance.judging.exchange import Exchange
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange
 from conformance.run.client import Client, Limits, Pacer, RetryPolicy
 from conformance.run.throttle import Throttle
 

@@ -27,8 +27,8 @@ from hostile_servers import (
 )
 from support import API_KEY, Targets, case, failed, judge
 
-from conformance.judging.exchange import Exchange
-from conformance.judging.spec import load_spec
+from conformance.judging.document.spec import load_spec
+from conformance.judging.wire.exchange import Exchange
 from conformance.run.client import DECODE_PIECE, Client, Limits, decode_body
 
 LIMITS = Limits(ttfb=2.0, gap=2.0, total=5.0, max_bytes=1 * MIB, max_events=1000)

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from conformance.judging.outcomes import BAD_INPUT
-from conformance.judging.results import Results
+from conformance.judging.verdict.outcomes import BAD_INPUT
+from conformance.judging.verdict.results import Results
 from conformance.reports.compare import main
 from conformance.reports.markdown import cell
 from conformance.reports.matrix import (

@@ -15,10 +15,10 @@ from support import API_KEY, MODEL, Targets, failed, judge
 from synthetic import body_exchange, completion_for, req
 
 from conformance.front.runner import Outcome, run_suite
-from conformance.judging.case import Case
 from conformance.judging.checks.window import advertised_window, over_window_probe
-from conformance.judging.record import SkipCause
-from conformance.judging.spec import load_spec
+from conformance.judging.document.spec import load_spec
+from conformance.judging.verdict.record import SkipCause
+from conformance.judging.wire.case import Case
 from conformance.run.scenarios import CONTEXT_WINDOW
 from conformance.run.session import Settings, Setup
 

@@ -1,4 +1,4 @@
-"""The contract a document is judged under (conformance/judging/contract.py), end to end.
+"""The contract a document is judged under (conformance/judging/document/contract.py), end to end.
 
 OpenAI-compatible is the default contract: a document that declares OpenAI's fields under
 OpenAI's names promises OpenAI's meaning for them, so a server that breaks that meaning
@@ -15,15 +15,15 @@ from support import API_KEY, MODEL, Targets, declines_unnamed, meta_of
 from conformance.front.proofs import CONTRACT_SHAPES, TOLERANCE
 from conformance.front.proofs_exact import EXACT
 from conformance.front.runner import Outcome, run_suite
-from conformance.judging.contract import (
+from conformance.judging.document.contract import (
     OPENAI_TYPES,
     Contract,
     compatible,
     declared_types,
     json_types,
 )
-from conformance.judging.spec import load_spec
-from conformance.judging.spec_notes import header_lines
+from conformance.judging.document.spec import load_spec
+from conformance.judging.document.spec_notes import header_lines
 from conformance.run.session import Settings, Setup
 
 #: Issue 25's defect shapes by fault (conformance/front/proofs.py CONTRACT_SHAPES).

@@ -25,11 +25,11 @@ import pytest
 from hostile_servers import HeldBySlowRequest, RawServer, Servers, gone, silent
 from support import API_KEY, MODEL, case, meta_of
 
-from conformance.judging.case import Case
 from conformance.judging.checks.liveness import HEALTH_TAG
-from conformance.judging.exchange import Exchange
-from conformance.judging.run_info import SentAlone
-from conformance.judging.spec import load_spec
+from conformance.judging.document.spec import load_spec
+from conformance.judging.verdict.run_info import SentAlone
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange
 from conformance.reference import ReferenceServer
 from conformance.run.client import Client, Limits, RetryPolicy
 from conformance.run.engine import Run
@@ -340,7 +340,7 @@ def test_the_requests_answered_alone_reach_the_run_and_its_closing_lines() -> No
     """Items' entries are concatenated when the run merges them; the closing lines count
     them and name each holder once."""
     from conformance.front.terminal import sent_alone_lines
-    from conformance.judging.results import Results
+    from conformance.judging.verdict.results import Results
 
     held = "'n:maximum: n=129' {\"n\": 129}"
     run, first, second = Results(), Results(), Results()

@@ -16,11 +16,11 @@ import pytest
 from support import API_KEY, MODEL, Targets
 
 from conformance.front.runner import Outcome, run_suite
-from conformance.judging.decision import coverage
-from conformance.judging.record import RunRecord, SkipCause
+from conformance.judging.document.spec import load_spec
 from conformance.judging.requirements import REGISTRY, Level
-from conformance.judging.results import Results, Tally
-from conformance.judging.spec import load_spec
+from conformance.judging.verdict.decision import coverage
+from conformance.judging.verdict.record import RunRecord, SkipCause
+from conformance.judging.verdict.results import Results, Tally
 from conformance.reference.faults import CAPABILITY
 from conformance.run.scenarios import STOP_PROBE_PROMPTS
 from conformance.run.session import Settings, Setup

@@ -148,7 +148,7 @@ def test_ci_runs_both_tiers_the_readme_names() -> None:
 
 
 def test_every_module_a_document_names_exists() -> None:
-    """A module named in the documents (``conformance/judging/decision.py``) is where the
+    """A module named in the documents (``conformance/judging/verdict/decision.py``) is where the
     documents say: a move or a rename that leaves a stale path fails here."""
     docs = [
         ROOT / "ARCHITECTURE.md",

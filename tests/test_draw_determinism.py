@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 DRAW = """
 import json, sys, threading
-from conformance.judging.spec import load_spec
+from conformance.judging.document.spec import load_spec
 from conformance.strategies import draw, valid_requests
 
 seed, threaded = int(sys.argv[1]), sys.argv[2] == "thread"

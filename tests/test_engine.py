@@ -16,12 +16,12 @@ from support import API_KEY, MODEL, Targets, capability_table, case, meta_of
 
 from conformance.front.runner import run_suite
 from conformance.judging.checks import load_checks
-from conformance.judging.decision import coverage, decide
-from conformance.judging.outcomes import EXIT_CODES
-from conformance.judging.record import ScenarioRun, SkipCause
+from conformance.judging.document.spec import load_spec
 from conformance.judging.requirements import REGISTRY
-from conformance.judging.results import Results, Tally
-from conformance.judging.spec import load_spec
+from conformance.judging.verdict.decision import coverage, decide
+from conformance.judging.verdict.outcomes import EXIT_CODES
+from conformance.judging.verdict.record import ScenarioRun, SkipCause
+from conformance.judging.verdict.results import Results, Tally
 from conformance.run.client import Client
 from conformance.run.engine import Run
 from conformance.run.scenarios import SCENARIOS, UNKNOWN_MODEL
@@ -288,7 +288,7 @@ def test_failure_beats_incomplete_and_rate_limits_give_no_verdict() -> None:
 
 
 def test_required_capabilities_fail_the_run() -> None:
-    """Through conformance.judging.capabilities.unmet: declined and never-probed both fail the gate."""
+    """Through conformance.judging.verdict.capabilities.unmet: declined and never-probed both fail the gate."""
     results = _results()
     results.capabilities = capability_table(
         {
@@ -349,7 +349,12 @@ def test_a_broken_scenario_is_an_error_not_a_pass() -> None:
 def test_a_run_is_told_as_typed_events() -> None:
     """RunStarted, an ExchangeJudged per judged request, a ScenarioFinished per item (with
     why, when it did not run), RunFinished last with the verdict the core decided."""
-    from conformance.judging.events import ExchangeJudged, RunFinished, RunStarted, ScenarioFinished
+    from conformance.judging.verdict.events import (
+        ExchangeJudged,
+        RunFinished,
+        RunStarted,
+        ScenarioFinished,
+    )
     from conformance.run.scenarios import DEEP_FUZZ
 
     heard: list[Any] = []

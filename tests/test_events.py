@@ -17,7 +17,12 @@ import pytest
 import conformance
 from conformance.front.plugin import SUITE_DIR
 from conformance.front.terminal import ClosingBlock
-from conformance.judging.events import ExchangeJudged, RunFinished, RunStarted, ScenarioFinished
+from conformance.judging.verdict.events import (
+    ExchangeJudged,
+    RunFinished,
+    RunStarted,
+    ScenarioFinished,
+)
 from conformance.run.scenarios import SCENARIOS
 
 
@@ -63,7 +68,7 @@ def test_a_new_listener_sees_the_whole_run_without_touching_the_engine(tmp_path:
 
 
 def test_the_closing_block_is_a_listener_too(tmp_path: Path) -> None:
-    from conformance.judging.spec import load_spec
+    from conformance.judging.document.spec import load_spec
 
     block = ClosingBlock(load_spec("nscale"), reports=lambda: [tmp_path / "x.json"])
     setup = conformance.Setup(

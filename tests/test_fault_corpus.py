@@ -35,8 +35,8 @@ from conformance.front.proofs import (
 )
 from conformance.front.proofs_exact import EXACT
 from conformance.judging.checks import load_checks
+from conformance.judging.document.spec import load_spec
 from conformance.judging.requirements import REGISTRY
-from conformance.judging.spec import load_spec
 from conformance.reference.faults import CAPABILITY
 
 ROOT = Path(__file__).resolve().parents[1]

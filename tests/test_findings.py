@@ -10,9 +10,7 @@ from typing import Any
 import pytest
 from support import set_meta
 
-from conformance.judging.case import Case
-from conformance.judging.exchange import Exchange, Headers
-from conformance.judging.fingerprint import normalise_path
+from conformance.judging.document.spec import load_spec
 from conformance.judging.requirements import (
     REGISTRY,
     Context,
@@ -21,14 +19,16 @@ from conformance.judging.requirements import (
     Violation,
     requirement,
 )
-from conformance.judging.results import (
+from conformance.judging.verdict.fingerprint import normalise_path
+from conformance.judging.verdict.results import (
     MAX_FINGERPRINTS,
     Finding,
     Results,
     case_key,
     evaluate,
 )
-from conformance.judging.spec import load_spec
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange, Headers
 from conformance.reports.baseline import check_baseline, compare_to_baseline
 from conformance.reports.html import render_html
 from conformance.reports.junit import build_junit

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.judging.spec import BUILTIN_SPECS, load_spec
+from conformance.judging.document.spec import BUILTIN_SPECS, load_spec
 from conformance.strategies import fuzz_cases, oracle_rules
 
 pytest.importorskip("schemathesis")
@@ -42,8 +42,8 @@ def test_integral_floats_and_open_counts_are_read_as_the_request_means_them() ->
     are JSON Schema integers (valid), served as such, and were judged as if absent
     (CHOICES-COUNT and LOGPROBS-PRESENCE false alarms); a negative ``n`` (valid under
     Nscale) made CHOICES-COUNT expect a negative count."""
-    from conformance.judging.case import Case
     from conformance.judging.checks.logprobs_rules import requested_logprobs
+    from conformance.judging.wire.case import Case
 
     assert Case({"n": 3.0}).n == 3 and Case({"n": 2}).n == 2
     assert Case({"n": True}).n == 1 and Case({"n": 2.5}).n == 1
@@ -56,8 +56,8 @@ def test_integral_floats_and_open_counts_are_read_as_the_request_means_them() ->
 @pytest.mark.parametrize("spec", ["aihubmix", "nscale"])
 def test_reference_target_answers_to_integral_floats_pass_every_check(spec: str) -> None:
     from conformance import judge
-    from conformance.judging.case import Case
     from conformance.judging.requirements import REGISTRY, Level
+    from conformance.judging.wire.case import Case
     from conformance.reference import ReferenceServer
     from conformance.run.client import Client
 

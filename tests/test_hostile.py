@@ -30,9 +30,9 @@ from hostile_servers import (
 from support import API_KEY, MODEL, Targets, case, failed, judge
 
 from conformance.front.plugin import SUITE_DIR
-from conformance.judging.exchange import Exchange
-from conformance.judging.results import Finding
-from conformance.judging.spec import load_spec
+from conformance.judging.document.spec import load_spec
+from conformance.judging.verdict.results import Finding
+from conformance.judging.wire.exchange import Exchange
 from conformance.run.client import Client, Limits
 
 # Bounds wide enough that a head or an event 50 ms apart never meets them on a loaded CI

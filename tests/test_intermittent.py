@@ -11,8 +11,8 @@ from support import API_KEY, MODEL, Targets
 
 from conformance.front.runner import Outcome, run_suite
 from conformance.front.terminal import closing_lines
-from conformance.judging.case import REPEATED_TAG, SENDS, Case, repeated
-from conformance.judging.spec import load_spec
+from conformance.judging.document.spec import load_spec
+from conformance.judging.wire.case import REPEATED_TAG, SENDS, Case, repeated
 from conformance.reference import ReferenceServer
 from conformance.run.session import Settings, Setup
 

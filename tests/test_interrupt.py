@@ -27,13 +27,13 @@ import httpx
 import pytest
 
 from conformance.front.interrupt import AGAIN, FIRST
-from conformance.judging.case import Case
-from conformance.judging.decision import decide
-from conformance.judging.outcomes import EXIT_CODES
-from conformance.judging.record import RunRecord, combine_shards
 from conformance.judging.requirements import Level, Requirement
-from conformance.judging.results import Finding, Results
-from conformance.judging.wire import exchange_from_wire
+from conformance.judging.verdict.decision import decide
+from conformance.judging.verdict.outcomes import EXIT_CODES
+from conformance.judging.verdict.record import RunRecord, combine_shards
+from conformance.judging.verdict.results import Finding, Results
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.wire import exchange_from_wire
 from conformance.reference import ReferenceServer
 
 #: The brief's bound, from the keypress to the process's end, reports written.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from support import case
 
-from conformance.judging.exchange import Exchange, SSEEvent
-from conformance.judging.latency import latency_summary, stream_latency
+from conformance.judging.verdict.latency import latency_summary, stream_latency
+from conformance.judging.wire.exchange import Exchange, SSEEvent
 
 
 def streamed(ttfb: float, times: list[float], total: float) -> Exchange:

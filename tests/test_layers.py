@@ -166,14 +166,19 @@ def test_nothing_imports_the_generic_top_level_names() -> None:
 
 
 def test_the_checker_sees_an_upward_arrow_and_a_cycle() -> None:
-    assert layer("conformance.judging.verdict") == 0 and layer("conformance.reports.merge") == 4
+    assert (
+        layer("conformance.judging.verdict.verdict") == 0
+        and layer("conformance.reports.merge") == 4
+    )
     assert layer("conformance.test_completions") == TOP
     assert upward({"conformance.judging.a": {"conformance.run.b"}, "conformance.run.b": set()})
     loop = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(loop) == [["a", "b", "c"]]
-    verdict = PACKAGE / "judging" / "decision.py"
+    verdict = PACKAGE / "judging" / "verdict" / "decision.py"
     every = set(modules())
-    assert "conformance.judging.record" in imports(verdict, "conformance.judging.decision", every)
+    assert "conformance.judging.verdict.record" in imports(
+        verdict, "conformance.judging.verdict.decision", every
+    )
 
 
 @pytest.mark.parametrize("name", LAYERS)

@@ -28,14 +28,14 @@ from typing import Any, cast
 import pytest
 
 import conformance
-from conformance.judging.attribution import attribute
 from conformance.judging.checks import load_checks
+from conformance.judging.document.spec import Spec
 from conformance.judging.judge import judge_alone
 from conformance.judging.requirements import REGISTRY, Requirement
-from conformance.judging.results import Finding, Results
-from conformance.judging.spec import Spec
-from conformance.judging.traffic import transcript_entry
 from conformance.judging.traffic_judge import VACUOUS, TrafficJudge
+from conformance.judging.verdict.attribution import attribute
+from conformance.judging.verdict.results import Finding, Results
+from conformance.judging.wire.traffic import transcript_entry
 from conformance.run.item import ItemRun
 from conformance.run.resend import RetryPolicy
 from conformance.run.session import RunState, Sent

@@ -145,7 +145,7 @@ def test_good_values_at_their_bounds_are_accepted() -> None:
 
 
 def test_capability_names_cover_every_probe_and_family() -> None:
-    from conformance.judging.spec import load_spec
+    from conformance.judging.document.spec import load_spec
     from conformance.run import option_values
 
     names = option_values.capability_names(load_spec("aihubmix"))

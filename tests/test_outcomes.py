@@ -3,7 +3,7 @@
 The same condition ends with the same exit code whichever door it came through: bad
 input (a file or value the suite cannot use) is ``bad-input`` (4) for the run, the merge,
 the comparison, the gate, the traffic judge, the proxy and the reference target's command
-line; a merged run's code is its verdict's (tests/test_verdict_paths.py). The codes come from conformance/judging/outcomes.py
+line; a merged run's code is its verdict's (tests/test_verdict_paths.py). The codes come from conformance/judging/verdict/outcomes.py
 alone (no door keeps a number of its own).
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conformance.front import cli
-from conformance.judging.outcomes import BAD_INPUT, EXIT_CODES, MEANINGS, OUTCOMES, WORDS
+from conformance.judging.verdict.outcomes import BAD_INPUT, EXIT_CODES, MEANINGS, OUTCOMES, WORDS
 
 ROOT = Path(__file__).resolve().parents[1]
 MISSING = "does-not-exist.json"
@@ -80,11 +80,13 @@ def _numbers_assigned_to_exit_names(path: Path) -> list[str]:
 
 
 def test_no_front_door_keeps_an_exit_code_of_its_own() -> None:
-    table = ROOT / "conformance" / "judging" / "outcomes.py"
+    table = ROOT / "conformance" / "judging" / "verdict" / "outcomes.py"
     doors = [p for p in (ROOT / "conformance").rglob("*.py") if p != table]
     doors += list((ROOT / "reports").glob("*.py"))
     found = [line for path in doors for line in _numbers_assigned_to_exit_names(path)]
-    assert not found, "exit codes belong in conformance/judging/outcomes.py:\n" + "\n".join(found)
+    assert not found, "exit codes belong in conformance/judging/verdict/outcomes.py:\n" + "\n".join(
+        found
+    )
 
 
 def test_the_readme_table_is_the_one_table() -> None:

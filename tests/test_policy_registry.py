@@ -13,9 +13,9 @@ import pytest
 
 from conformance.front.plugin import SUITE_DIR
 from conformance.front.runner import run_suite
-from conformance.judging.errata import ERRATA
-from conformance.judging.policies import POLICIES
-from conformance.judging.spec import load_spec
+from conformance.judging.document.errata import ERRATA
+from conformance.judging.document.policies import POLICIES
+from conformance.judging.document.spec import load_spec
 from conformance.run.session import Settings, Setup
 
 POLICY_IDS = [p.id for p in POLICIES]

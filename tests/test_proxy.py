@@ -30,7 +30,7 @@ from conformance import Settings, Setup, run_suite
 from conformance.front.proofs_exact import EXACT
 from conformance.front.proxy import LIVE, ProxyServer
 from conformance.front.traffic_cli import main as judge_main
-from conformance.judging.spec import load_spec
+from conformance.judging.document.spec import load_spec
 from conformance.judging.traffic_judge import UNOBSERVABLE
 from conformance.reference import ReferenceServer
 

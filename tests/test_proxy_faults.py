@@ -25,8 +25,8 @@ import pytest
 from conformance import Settings, Setup, run_suite
 from conformance.front.proofs_exact import EXACT
 from conformance.front.proxy import LIVE, ProxyServer
-from conformance.judging.contract import DEFAULT_CONTRACT, Contract
-from conformance.judging.spec import load_spec
+from conformance.judging.document.contract import DEFAULT_CONTRACT, Contract
+from conformance.judging.document.spec import load_spec
 from conformance.judging.traffic_judge import UNOBSERVABLE
 from conformance.reference import ReferenceServer
 from conformance.reference.registry import REGISTRY

@@ -17,7 +17,7 @@ from hostile_servers import Servers, respond
 from support import API_KEY, MODEL, Targets, case
 
 from conformance.front.plugin import SUITE_DIR
-from conformance.judging.outcomes import NO_VERDICT as EXIT_NO_VERDICT
+from conformance.judging.verdict.outcomes import NO_VERDICT as EXIT_NO_VERDICT
 from conformance.run.client import Client, Pacer, RetryPolicy
 from conformance.run.resend import backoff
 
@@ -179,7 +179,7 @@ PROBE = """
 import os
 from pathlib import Path
 
-from conformance.judging.case import Case
+from conformance.judging.wire.case import Case
 
 def test_probe(conformance):
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")

@@ -21,10 +21,10 @@ from test_reports import make_results
 from conformance import reports
 from conformance.front.proofs import EXACT_FILE, PROOFS_FILE, unproven
 from conformance.judging.checks import load_checks
-from conformance.judging.errata import CONVENTIONS, Convention
+from conformance.judging.document.errata import CONVENTIONS, Convention
+from conformance.judging.document.spec import BUILTIN_SPECS, load_spec
 from conformance.judging.requirements import REGISTRY, Context, Level, Violation, requirement
-from conformance.judging.results import Results
-from conformance.judging.spec import BUILTIN_SPECS, load_spec
+from conformance.judging.verdict.results import Results
 from conformance.reports.catalogue import render_catalogue
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,7 +134,7 @@ def test_every_report_writer_lives_in_the_reports_package() -> None:
 # -- Add a document convention --------------------------------------------------------------
 
 CONVENTION_DOCS = ("specs/README.md", "docs/any-document.md")
-DETECTION = "conformance/judging/spec.py"
+DETECTION = "conformance/judging/document/spec.py"
 DOCUMENTS_WITH_CONVENTIONS = "tests/test_spec_conventions.py"
 
 
@@ -164,7 +164,7 @@ def convention_problems(
     ]
     known = {c.id for c in conventions}
     problems += [
-        f"convention {cid} is detected but not in CONVENTIONS of conformance/judging/errata.py"
+        f"convention {cid} is detected but not in CONVENTIONS of conformance/judging/document/errata.py"
         for cid in sorted(seen - known)
     ]
     return problems
@@ -192,5 +192,5 @@ def test_a_convention_without_detection_or_description_is_named_with_where_to_ad
     assert all(toy.id in p for p in problems)
     assert [p.rsplit(" ", 1)[1] for p in problems[1:]] == list(CONVENTION_DOCS)
     steps = recipe("Add a document convention")
-    for path in ("conformance/judging/errata.py", DETECTION, *CONVENTION_DOCS):
+    for path in ("conformance/judging/document/errata.py", DETECTION, *CONVENTION_DOCS):
         assert path in steps, path

@@ -7,10 +7,10 @@ from typing import Any
 
 from support import capability_table, set_meta
 
-from conformance.judging.case import Case
-from conformance.judging.exchange import Exchange, Headers
 from conformance.judging.requirements import Level, Requirement
-from conformance.judging.results import Finding, Results
+from conformance.judging.verdict.results import Finding, Results
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange, Headers
 from conformance.reports.html import render_html
 from conformance.reports.run_summary import summary_markdown
 

@@ -11,11 +11,11 @@ import pytest
 from support import API_KEY, MODEL, Targets, capability_table, set_meta
 
 from conformance import reports
-from conformance.judging.case import Case
-from conformance.judging.exchange import Exchange, Headers, SSEEvent
-from conformance.judging.outcomes import MEANINGS
 from conformance.judging.requirements import Level, Requirement
-from conformance.judging.results import Finding, Results
+from conformance.judging.verdict.outcomes import MEANINGS
+from conformance.judging.verdict.results import Finding, Results
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange, Headers, SSEEvent
 from conformance.reports.baseline import BaselineDiff, compare_to_baseline
 from conformance.reports.catalogue import render_catalogue
 from conformance.reports.html import render_html
@@ -431,9 +431,9 @@ def test_requirement_catalogue_is_up_to_date() -> None:
 
 
 def test_catalogue_lists_every_registered_requirement() -> None:
-    from conformance.judging.contract import Contract
+    from conformance.judging.document.contract import Contract
+    from conformance.judging.document.spec import load_spec
     from conformance.judging.requirements import REGISTRY
-    from conformance.judging.spec import load_spec
 
     text = render_catalogue()
     aihubmix, nscale = load_spec("aihubmix"), load_spec("nscale")

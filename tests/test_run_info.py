@@ -12,11 +12,11 @@ import json
 from pathlib import Path
 
 import conformance
-from conformance.judging.examples import Example, Outcome
-from conformance.judging.outcomes import Word
-from conformance.judging.results import Results
-from conformance.judging.run_info import RunInfo, SentAlone
-from conformance.judging.verdict import Verdict
+from conformance.judging.verdict.examples import Example, Outcome
+from conformance.judging.verdict.outcomes import Word
+from conformance.judging.verdict.results import Results
+from conformance.judging.verdict.run_info import RunInfo, SentAlone
+from conformance.judging.verdict.verdict import Verdict
 from conformance.reports.demo import demo_results
 
 

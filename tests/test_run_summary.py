@@ -13,12 +13,12 @@ import pytest
 from support import meta_of, set_meta
 
 from conformance import reports
-from conformance.judging.case import Case
-from conformance.judging.exchange import Exchange, Headers
-from conformance.judging.outcomes import BAD_INPUT
-from conformance.judging.record import RunRecord, ShardMismatch
 from conformance.judging.requirements import Level, Requirement
-from conformance.judging.results import Finding, Results, Tally, latency_summary
+from conformance.judging.verdict.outcomes import BAD_INPUT
+from conformance.judging.verdict.record import RunRecord, ShardMismatch
+from conformance.judging.verdict.results import Finding, Results, Tally, latency_summary
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange, Headers
 from conformance.reports.html import render_html
 from conformance.reports.junit import build_junit
 from conformance.reports.markdown import comparison_markdown

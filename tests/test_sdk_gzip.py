@@ -19,7 +19,7 @@ import pytest
 from support import judge
 from synthetic import chunks_for, completion_for, req
 
-from conformance.judging.spec import load_spec
+from conformance.judging.document.spec import load_spec
 from conformance.run import sdk
 from conformance.run.client import Client
 

@@ -18,7 +18,7 @@ from hostile_servers import RawServer, head
 from support import API_KEY, MODEL, Targets
 
 from conformance.front.plugin import SUITE_DIR
-from conformance.judging.redaction import REDACTED
+from conformance.judging.wire.redaction import REDACTED
 
 HEADER_VALUE = "hdr-5ecret-" + "9" * 12
 HEADER = f"X-Extra: {HEADER_VALUE}"

@@ -16,10 +16,10 @@ from support import Targets, case, failed, judge, meta_of
 
 from conformance.judging.checks import load_checks
 from conformance.judging.checks.errors import unknown_model_probe
-from conformance.judging.exchange import Exchange, Headers
+from conformance.judging.document.spec import Spec, load_spec
+from conformance.judging.document.spec_notes import header_lines, registry
 from conformance.judging.requirements import REGISTRY, Level
-from conformance.judging.spec import Spec, load_spec
-from conformance.judging.spec_notes import header_lines, registry
+from conformance.judging.wire.exchange import Exchange, Headers
 
 STREAM_STRING = "event-stream-schema-is-string"
 FASTAPI_422 = "fastapi-validation-422"

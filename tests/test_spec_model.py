@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.judging.spec import SpecError, load_spec, resolve_refs
+from conformance.judging.document.spec import SpecError, load_spec, resolve_refs
 
 NSCALE_ERRATA = {
     "object-type-beside-string-array-anyof",
@@ -59,8 +59,8 @@ def test_errata_apply_only_where_the_defect_is(tmp_path: Path) -> None:
 
 
 def test_policies_listed_with_errata_and_off_when_strict() -> None:
-    from conformance.judging.policies import POLICIES
-    from conformance.judging.spec_notes import header_lines, registry
+    from conformance.judging.document.policies import POLICIES
+    from conformance.judging.document.spec_notes import header_lines, registry
 
     spec = load_spec("aihubmix")
     entries = registry(spec)
@@ -246,7 +246,7 @@ def test_a_server_path_other_than_v1_is_kept(tmp_path: Path) -> None:
     header names the server path used."""
     import json
 
-    from conformance.judging.spec_notes import operation_line
+    from conformance.judging.document.spec_notes import operation_line
 
     file = tmp_path / "doc.json"
     file.write_text(json.dumps(_doc("3.1.0", [{"url": "http://h/api"}], "/completions")))
@@ -257,7 +257,7 @@ def test_a_server_path_other_than_v1_is_kept(tmp_path: Path) -> None:
 
 
 def test_relative_server_urls_resolve_against_the_documents_url() -> None:
-    from conformance.judging.spec import server_paths
+    from conformance.judging.document.spec import server_paths
 
     doc = {"servers": [{"url": "v1"}, {"url": "../x"}, {"url": "/abs"}]}
     assert server_paths(doc, "http://h/api/openapi.json") == ["/api/v1", "/x", "/abs"]

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from conformance.judging.oracle import alternatives
-from conformance.judging.spec import BUILTIN_SPECS, Spec, load_spec, resolve_refs
+from conformance.judging.document.oracle import alternatives
+from conformance.judging.document.spec import BUILTIN_SPECS, Spec, load_spec, resolve_refs
 from conformance.strategies import (
     build_case,
     draw,

@@ -23,8 +23,8 @@ from starlette.routing import Route
 from support import meta_of
 
 from conformance.front.runner import assemble, run_suite
-from conformance.judging.spec import SpecError, load_spec, specs_dir
-from conformance.judging.spec_source import HANDOFF_ENV, Fetch
+from conformance.judging.document.spec import SpecError, load_spec, specs_dir
+from conformance.judging.document.spec_source import HANDOFF_ENV, Fetch
 from conformance.reference import ReferenceServer
 from conformance.run.assembly import BadInput
 from conformance.run.client import Limits

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from conformance.front.runner import run_suite
-from conformance.judging.spec import BUILTIN_SPECS, specs_dir
+from conformance.judging.document.spec import BUILTIN_SPECS, specs_dir
 from conformance.run.session import Settings, Setup
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
@@ -352,7 +352,7 @@ def test_the_log_based_checks_catch_what_they_must(name: str, tmp_path: Path) ->
     """Negative control: requests that lie about themselves are caught from the log."""
     import httpx
 
-    from conformance.judging.case import Case
+    from conformance.judging.wire.case import Case
     from conformance.run.client import Client
 
     log_path = tmp_path / "control.jsonl"

@@ -317,7 +317,7 @@ def test_nscale_inference_id_header(nscale: dict[str, Any]) -> None:
 
 
 def test_nscale_anyof_type_object_defect_kept_verbatim(nscale: dict[str, Any]) -> None:
-    # Erratum `nscale-anyof-type-object`: fixed in conformance/judging/spec.py, never here.
+    # Erratum `nscale-anyof-type-object`: fixed in conformance/judging/document/spec.py, never here.
     schemas = _schemas(nscale)
     for name in ("PromptValue", "StopSequence"):
         assert schemas[name]["type"] == "object", name
@@ -388,7 +388,7 @@ def test_openai_pin_names_its_commit_blob_and_licence() -> None:
 
 
 def test_openai_completions_operation_sits_under_its_server_path() -> None:
-    from conformance.judging.spec import load_spec
+    from conformance.judging.document.spec import load_spec
 
     spec = load_spec("openai")
     assert (spec.server_path, spec.path_key, spec.operation_path) == (

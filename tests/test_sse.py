@@ -1,4 +1,4 @@
-"""Tests for the incremental WHATWG server-sent-events parser ``conformance.judging.sse``."""
+"""Tests for the incremental WHATWG server-sent-events parser ``conformance.judging.wire.sse``."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ try:
 except ImportError:  # plain `pytest` from the repo root does not put it on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conformance.judging.exchange import SSEEvent
-from conformance.judging.sse import SSEParser
+from conformance.judging.wire.exchange import SSEEvent
+from conformance.judging.wire.sse import SSEParser
 
 # --------------------------------------------------------------------------- helpers
 

@@ -22,8 +22,8 @@ from support import examples
 
 import conformance.strategies
 from conformance import strategies
-from conformance.judging.case import MAY_REFUSE_TAG, Case
-from conformance.judging.spec import BUILTIN_SPECS, Spec, load_spec
+from conformance.judging.document.spec import BUILTIN_SPECS, Spec, load_spec
+from conformance.judging.wire.case import MAY_REFUSE_TAG, Case
 from conformance.strategies import (
     broken_rules,
     cross_field_problems,

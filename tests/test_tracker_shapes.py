@@ -11,7 +11,7 @@ import pytest
 from support import API_KEY, MODEL, Targets
 
 from conformance.front.runner import Outcome, run_suite
-from conformance.judging.contract import Contract
+from conformance.judging.document.contract import Contract
 from conformance.run.session import Settings, Setup
 
 PROFILES = ("aihubmix", "nscale", "openai")

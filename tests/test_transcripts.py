@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from conformance.judging.checks import load_checks
+from conformance.judging.document.spec import BUILTIN_SPECS, Spec, SpecError, load_spec
 from conformance.judging.requirements import REGISTRY, Level
-from conformance.judging.spec import BUILTIN_SPECS, Spec, SpecError, load_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "real_targets"))
 import transcript
@@ -161,8 +161,8 @@ KEY = "sk-transcript-secret-1234"
 
 
 def _recorded_exchange() -> Any:
-    from conformance.judging.case import Case
-    from conformance.judging.exchange import Exchange, Headers
+    from conformance.judging.wire.case import Case
+    from conformance.judging.wire.exchange import Exchange, Headers
 
     case = Case({"model": "m", "prompt": "Say hi", "max_tokens": 1, "stream": True}, label="s")
     body = (
@@ -299,7 +299,7 @@ def test_held_out_set_outcome_is_frozen_as_measured() -> None:
 
 # Findings a single replayed exchange still gives although another requirement owns the
 # defect: the witness (usage) is shown wrong only by other exchanges of the run, and the
-# run-level attribution pass (conformance/judging/attribution.py) withholds them there (proven in
+# run-level attribution pass (conformance/judging/verdict/attribution.py) withholds them there (proven in
 # tests/test_attribution.py). Each `why` says so.
 MISATTRIBUTED = {
     # FastChat's usage.completion_tokens is generated - 1 (loop index); FINISH-LENGTH reads
@@ -472,7 +472,7 @@ def test_a_transcript_is_re_judged_under_the_spec_it_was_recorded_with(
     import promote_transcript
     import record_transcripts
 
-    from conformance.judging.spec_source import HANDOFF_ENV, Fetch
+    from conformance.judging.document.spec_source import HANDOFF_ENV, Fetch
 
     monkeypatch.delenv(HANDOFF_ENV, raising=False)
     given = {k: v for k, v in RECORDED.items() if k != "kind"}

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from conformance.judging.spec import BUILTIN_SPECS, load_spec
-from conformance.judging.validation import (
+from conformance.judging.document.spec import BUILTIN_SPECS, load_spec
+from conformance.judging.document.validation import (
     corrected_document,
     openapi_of,
     request_rules,

@@ -18,14 +18,14 @@ from hypothesis import strategies as st
 from support import capability_table, examples
 
 from conformance.front.runner import run_suite
-from conformance.judging.case import Case
-from conformance.judging.decision import decide
-from conformance.judging.exchange import Exchange
-from conformance.judging.outcomes import BAD_INPUT
-from conformance.judging.record import RunRecord, ScenarioRun, SkipCause
 from conformance.judging.requirements import Level, Requirement
-from conformance.judging.results import Finding, Results
-from conformance.judging.wire import exchange_from_wire
+from conformance.judging.verdict.decision import decide
+from conformance.judging.verdict.outcomes import BAD_INPUT
+from conformance.judging.verdict.record import RunRecord, ScenarioRun, SkipCause
+from conformance.judging.verdict.results import Finding, Results
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange
+from conformance.judging.wire.wire import exchange_from_wire
 from conformance.reports.merge import main as merge_main
 from conformance.reports.merge import merge
 from conformance.run.session import Settings, Setup

@@ -5,7 +5,7 @@
 
 It is the server-side witness for issue 13's promise ("every request the suite calls
 valid is valid under the document it was given"), so it shares nothing with the suite's
-request code: no ``strategies``, no ``conformance.judging.validation``, no ``conformance.judging.spec``.
+request code: no ``strategies``, no ``conformance.judging.document.validation``, no ``conformance.judging.document.spec``.
 It loads the OpenAPI document at PATH itself, applies the request-side errata the way
 specs/README.md documents them (so that a copy of Nscale's document admits a prompt at
 all), and validates each request with **openapi-core** directly: path, method, content
@@ -16,7 +16,7 @@ says it.
 
 Each request becomes one JSONL line: method, path, headers (``Authorization`` left out:
 only whether one was sent), the body, what the suite meant by it (the
-``X-Conformance-Case`` header, see conformance/judging/case.py), openapi-core's verdict with the
+``X-Conformance-Case`` header, see conformance/judging/wire/case.py), openapi-core's verdict with the
 failing instance and schema paths, the prose rules broken, and the status answered.
 
 Answers: a body the document rejects (with acceptable credentials) gets a 400 in the
@@ -60,7 +60,7 @@ OPERATION = "/v1/completions"
 
 
 def _mappings(node: Any) -> Iterator[dict[str, Any]]:
-    # conformance.judging.spec has the same walker; this module stays apart from the suite's
+    # conformance.judging.document.spec has the same walker; this module stays apart from the suite's
     # spec code on purpose (it is the independent side of the proof).
     if isinstance(node, dict):
         yield node

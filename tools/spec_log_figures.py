@@ -25,7 +25,7 @@ import request_log  # noqa: E402
 import test_spec_tightened_log as proof  # type: ignore[import-not-found]  # noqa: E402
 
 from conformance.front.runner import run_suite  # noqa: E402
-from conformance.judging.spec import BUILTIN_SPECS, specs_dir  # noqa: E402
+from conformance.judging.document.spec import BUILTIN_SPECS, specs_dir  # noqa: E402
 from conformance.run.scenarios import DEEP_FUZZ  # noqa: E402
 from conformance.run.session import Settings, Setup  # noqa: E402
 

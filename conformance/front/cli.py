@@ -22,7 +22,7 @@ from typing import Any, NoReturn, cast
 
 from conformance.front.arguments import PROG
 from conformance.judging.exceptions import ConformanceError
-from conformance.judging.outcomes import BAD_INPUT, OUTCOMES
+from conformance.judging.verdict.outcomes import BAD_INPUT, OUTCOMES
 
 #: Option groups of the help page, in the order a new user needs them. An option of
 #: conformance/front/options.py missing here is still shown, under "other suite options".

@@ -36,7 +36,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from conformance.judging.exchange import HOP_BY_HOP
+from conformance.judging.wire.exchange import HOP_BY_HOP
 
 #: Where the live verdict is served (by the judging process; never judged).
 LIVE = "/_conformance"

@@ -32,7 +32,7 @@ from typing import NoReturn
 
 from conformance.front import interrupt
 from conformance.front.arguments import PROG
-from conformance.judging.outcomes import BAD_INPUT, ERROR, EXIT_CODES, INTERRUPTED
+from conformance.judging.verdict.outcomes import BAD_INPUT, ERROR, EXIT_CODES, INTERRUPTED
 
 #: What a heading says for a run that reached no verdict of its own.
 NOT_RUN = "⛔ NOT RUN"

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from conformance.judging.outcomes import INTERRUPTED
+from conformance.judging.verdict.outcomes import INTERRUPTED
 
 #: What the first Ctrl-C says.
 FIRST = "interrupted: stopping, writing the partial reports (Ctrl-C again to quit at once)"

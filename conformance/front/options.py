@@ -23,8 +23,12 @@ DEFAULT_CONCURRENCY = 16
 
 
 def add_options(parser: pytest.Parser) -> None:
-    from conformance.judging.contract import CONTRACT_HELP, DEFAULT_CONTRACT, Contract  # light
-    from conformance.judging.policies import strict_help  # light: no spec is loaded
+    from conformance.judging.document.contract import (  # light
+        CONTRACT_HELP,
+        DEFAULT_CONTRACT,
+        Contract,
+    )
+    from conformance.judging.document.policies import strict_help  # light: no spec is loaded
 
     add = parser.getgroup("conformance", "completions conformance suite").addoption
     add(
@@ -201,7 +205,7 @@ def parse_shard(value: str) -> tuple[int, int]:
 
 def setup_from(config: pytest.Config) -> Setup:
     """The Setup the command line asks for."""
-    from conformance.judging.contract import Contract
+    from conformance.judging.document.contract import Contract
     from conformance.run.client import Limits
     from conformance.run.session import Settings, Setup
 

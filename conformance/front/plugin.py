@@ -32,7 +32,7 @@ from conformance.front.options import (
 )
 
 if TYPE_CHECKING:
-    from conformance.judging.events import Event, ItemEvent, Listener
+    from conformance.judging.verdict.events import Event, ItemEvent, Listener
     from conformance.run.assembly import Assembled
     from conformance.run.item import ItemOutcome, ItemRun
     from conformance.run.scenarios import Scenario
@@ -196,7 +196,7 @@ def conformance(request: pytest.FixtureRequest) -> Iterator[Suite]:
 
 def listen(config: pytest.Config, listener: Listener) -> bool:
     """Have ``listener`` hear the run of this pytest session as events
-    (conformance/judging/events.py): RunStarted when the session starts, every judged
+    (conformance/judging/verdict/events.py): RunStarted when the session starts, every judged
     exchange and scenario item (an xdist worker's too, shipped to the controller), and
     RunFinished with the typed Results and verdict. Call it from ``pytest_configure``
     (a plugin or conftest); False when the suite is not running in this session."""
@@ -241,7 +241,7 @@ class SuiteSession:
 
     def ship(self, event: Event) -> None:
         """Keep an item's event to ship to the controller (an xdist worker's listener)."""
-        from conformance.judging.events import ExchangeJudged, ScenarioFinished
+        from conformance.judging.verdict.events import ExchangeJudged, ScenarioFinished
 
         if isinstance(event, ExchangeJudged | ScenarioFinished):
             with self.shipping_lock:
@@ -269,7 +269,7 @@ class SuiteSession:
         it all; an xdist worker's are shipped to the controller, which tells RunStarted)."""
         if hasattr(self.config, "workerinput"):
             return
-        from conformance.judging.events import RunStarted
+        from conformance.judging.verdict.events import RunStarted
 
         self.assembled.run.emit(RunStarted(self.assembled.results.run_record))
 
@@ -345,7 +345,7 @@ class SuiteSession:
             f"model {info.model}, concurrency {info.concurrency}",
             *(f"conformance: {note}" for note in self.assembled.notes),
         ]
-        from conformance.judging.spec_notes import header_lines
+        from conformance.judging.document.spec_notes import header_lines
 
         return lines + header_lines(spec)
 
@@ -384,7 +384,7 @@ class SuiteSession:
             # Travels with the report (also across pytest-xdist) to the controller.
             report.conformance_results = json.dumps(item_run.results.to_json())
         if call.when == "teardown" and self.shipping:
-            from conformance.judging.events import item_event_to_json
+            from conformance.judging.verdict.events import item_event_to_json
 
             with self.shipping_lock:
                 shipped, self.shipping = self.shipping, []
@@ -404,13 +404,13 @@ class SuiteSession:
         events = getattr(report, "conformance_events", None)
         if events is not None and not hasattr(self.config, "workerinput"):
             # Heard on an xdist worker: told again here, to the controller's listeners.
-            from conformance.judging.events import item_event_from_json
+            from conformance.judging.verdict.events import item_event_from_json
 
             for data in json.loads(events):
                 self.assembled.run.emit(item_event_from_json(data))
         payload = getattr(report, "conformance_results", None)
         if payload is not None:
-            from conformance.judging.results import Results
+            from conformance.judging.verdict.results import Results
             from conformance.run.engine import merge_item
 
             merge_item(self.assembled.results, Results.from_json(json.loads(payload)))
@@ -429,7 +429,7 @@ class SuiteSession:
         report_dir = Path(
             os.path.abspath(Path(config.invocation_params.dir, config.option.report_dir))
         )
-        from conformance.judging.decision import failing
+        from conformance.judging.verdict.decision import failing
 
         # Whether a suite test failed for a conformance failure (as ItemRun.outcome does).
         failed = bool(failing(self.assembled.results, self.assembled.results.run_record))

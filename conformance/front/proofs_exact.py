@@ -189,7 +189,7 @@ EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {
         "nscale": _s("STREAM-INDEXES"),
     },
     # One finding: STREAM-MAX-TOKENS and USAGE-COMPLETION-TOKENS would count the summed
-    # logprobs; conformance.judging.attribution withholds them once the offsets show them wrong.
+    # logprobs; conformance.judging.verdict.attribution withholds them once the offsets show them wrong.
     ("stream-logprobs-cumulative", ()): {
         "aihubmix": _s("STREAM-LOGPROBS-OFFSETS"),
         "nscale": _s("STREAM-LOGPROBS-OFFSETS"),
@@ -268,7 +268,7 @@ EXACT: Mapping[tuple[str, tuple[str, ...]], Mapping[str, frozenset[str]]] = {
         "nscale": _s("USAGE-COMPLETION-TOKENS"),
     },
     # FastChat's loop index: (STREAM-)FINISH-LENGTH counted by usage are withheld once
-    # logprobs of other answers show usage one short (conformance.judging.attribution).
+    # logprobs of other answers show usage one short (conformance.judging.verdict.attribution).
     ("usage-completion-off-by-one", ()): {
         "aihubmix": _s("USAGE-COMPLETION-TOKENS"),
         "nscale": _s("USAGE-COMPLETION-TOKENS"),

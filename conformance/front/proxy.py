@@ -46,12 +46,12 @@ from starlette.routing import Route
 
 from conformance.front import forward, interrupt
 from conformance.front.forward import LIVE, Plan, Shared
-from conformance.judging.contract import Contract
-from conformance.judging.exchange import Exchange
-from conformance.judging.outcomes import BAD_INPUT
-from conformance.judging.spec import Spec
-from conformance.judging.traffic import Seen, har_document, har_of
+from conformance.judging.document.contract import Contract
+from conformance.judging.document.spec import Spec
 from conformance.judging.traffic_judge import Snapshot, TrafficJudge
+from conformance.judging.verdict.outcomes import BAD_INPUT
+from conformance.judging.wire.exchange import Exchange
+from conformance.judging.wire.traffic import Seen, har_document, har_of
 from conformance.reference.serving import ThreadedServer
 
 PROG = "completions-conformance proxy"
@@ -355,7 +355,7 @@ def main(
     argv: list[str] | None = None, *, out: TextIO = sys.stdout, err: TextIO = sys.stderr
 ) -> int:
     args = parser().parse_args(argv)
-    from conformance.judging.spec import SpecError, load_spec
+    from conformance.judging.document.spec import SpecError, load_spec
     from conformance.reports.traffic import write_traffic_reports
 
     problem = None

@@ -13,10 +13,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from conformance.judging.events import Listener, RunFinished, RunStarted
-from conformance.judging.results import Results
-from conformance.judging.run_info import BaselineDiff
-from conformance.judging.verdict import Verdict
+from conformance.judging.verdict.events import Listener, RunFinished, RunStarted
+from conformance.judging.verdict.results import Results
+from conformance.judging.verdict.run_info import BaselineDiff
+from conformance.judging.verdict.verdict import Verdict
 from conformance.run.assembly import Assembled, BadInput, conclude
 from conformance.run.assembly import assemble as assemble_run
 from conformance.run.engine import Played, execute
@@ -109,7 +109,7 @@ def run_suite(
 ) -> Outcome:
     """A whole run without pytest: assemble, play every scenario, decide, write reports.
 
-    ``listeners`` hear the run as events (conformance/judging/events.py), RunFinished last.
+    ``listeners`` hear the run as events (conformance/judging/verdict/events.py), RunFinished last.
     """
     from conformance.run.scenarios import SCENARIOS
 

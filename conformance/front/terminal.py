@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.judging.events import Event, RunFinished
-from conformance.judging.results import Results
-from conformance.judging.spec import Spec
-from conformance.judging.verdict import Verdict
+from conformance.judging.document.spec import Spec
+from conformance.judging.verdict.events import Event, RunFinished
+from conformance.judging.verdict.results import Results
+from conformance.judging.verdict.verdict import Verdict
 from conformance.run.engine import status_summary
 
 SHOWN = 12  # untested requirements listed one per line; the rest are counted

@@ -19,12 +19,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from conformance.judging.contract import DEFAULT_CONTRACT, Contract
-from conformance.judging.outcomes import BAD_INPUT
+from conformance.judging.document.contract import DEFAULT_CONTRACT, Contract
+from conformance.judging.verdict.outcomes import BAD_INPUT
 
 if TYPE_CHECKING:
-    from conformance.judging.traffic import Entry
     from conformance.judging.traffic_judge import TrafficJudge
+    from conformance.judging.wire.traffic import Entry
 
 PROG = "completions-conformance judge"
 
@@ -75,9 +75,9 @@ def judge_files(
 ) -> tuple[TrafficJudge, int]:
     """Judge every entry of ``paths``; the judge, and how many entries went wrong. Raises
     the BadEntry of the first file that cannot be read at all, before judging anything."""
-    from conformance.judging.spec import load_spec
-    from conformance.judging.traffic import BadEntry, operation_of, read
+    from conformance.judging.document.spec import load_spec
     from conformance.judging.traffic_judge import TrafficJudge
+    from conformance.judging.wire.traffic import BadEntry, operation_of, read
 
     spec = load_spec(spec_name, strict=strict, contract=contract)
     wanted = operation_of(spec)
@@ -105,8 +105,8 @@ def main(
     argv: list[str] | None = None, *, out: TextIO = sys.stdout, err: TextIO = sys.stderr
 ) -> int:
     args = parser().parse_args(argv)
-    from conformance.judging.spec import SpecError
-    from conformance.judging.traffic import BadEntry
+    from conformance.judging.document.spec import SpecError
+    from conformance.judging.wire.traffic import BadEntry
     from conformance.reports.traffic import write_traffic_reports
 
     try:

@@ -4,7 +4,7 @@ The engine judges the exchanges it sends, ``completions-conformance judge`` the 
 recorded in files, the proxy the traffic it forwards, ``conformance.judge`` one exchange a
 user hands it: all call :func:`judge_into`, which judges an exchange by every requirement
 that applies and tallies the findings into a ``Results``. Attribution (one defect, one
-finding: conformance.judging.attribution) runs over that Results once its exchanges are in, before
+finding: conformance.judging.verdict.attribution) runs over that Results once its exchanges are in, before
 the verdict: the engine at the end of a run, the traffic judges whenever they show a
 verdict, :func:`judge_alone` over the single exchange it was given.
 """
@@ -13,15 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from conformance.judging.attribution import attribute
-from conformance.judging.capabilities import observed
 from conformance.judging.checks import load_checks
-from conformance.judging.examples import Outcome
-from conformance.judging.exchange import Exchange
+from conformance.judging.document.spec import Spec
 from conformance.judging.requirements import REGISTRY, Requirement
-from conformance.judging.results import Finding, Results, evaluate
-from conformance.judging.run_info import Withheld
-from conformance.judging.spec import Spec
+from conformance.judging.verdict.attribution import attribute
+from conformance.judging.verdict.capabilities import observed
+from conformance.judging.verdict.examples import Outcome
+from conformance.judging.verdict.results import Finding, Results, evaluate
+from conformance.judging.verdict.run_info import Withheld
+from conformance.judging.wire.exchange import Exchange
 
 #: A 429 answer is judged by these alone: it answers no request (the request was not
 #: served), so a check of the request would blame the target for rate limiting.

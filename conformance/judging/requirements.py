@@ -11,7 +11,7 @@ Each requirement names the evidence it rests on, and its level follows that evid
 requirement resting on a document's text or schema says where (``stated``), and which
 evidence is left where the judged document is silent (``otherwise``); ``under(spec)`` is
 the requirement as that document supports it under the spec's contract
-(conformance/judging/contract.py): OpenAI's documented meaning of a field the document declares
+(conformance/judging/document/contract.py): OpenAI's documented meaning of a field the document declares
 binds as a MUST under ``openai-compatible``; under ``document``, or for a field the
 document does not declare, a MUST whose remaining evidence is the OpenAI contract or a
 server habit is a SHOULD. ``why(spec)`` says in one line which of these gave the level. ``scope`` says why a requirement
@@ -27,12 +27,12 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from conformance.judging.contract import Contract, binds
+from conformance.judging.document.contract import Contract, binds
 
 if TYPE_CHECKING:
-    from conformance.judging.case import Case
-    from conformance.judging.exchange import Exchange
-    from conformance.judging.spec import Spec
+    from conformance.judging.document.spec import Spec
+    from conformance.judging.wire.case import Case
+    from conformance.judging.wire.exchange import Exchange
 
 
 class Level(StrEnum):
@@ -46,7 +46,7 @@ class Level(StrEnum):
 #: Evidence tiers, strongest first. Only the first three carry a MUST by themselves.
 #: ``openai-contract``: OpenAI's API reference states it and the judged document, which
 #: reuses OpenAI's field names, says nothing more: a MUST under the ``openai-compatible``
-#: contract for a field the document declares (conformance/judging/contract.py ``binds``), at most
+#: contract for a field the document declares (conformance/judging/document/contract.py ``binds``), at most
 #: a SHOULD otherwise.
 EVIDENCE = ("spec-schema", "spec-text", "client-visible", "openai-contract", "server-habit")
 MUST_EVIDENCE = frozenset(EVIDENCE[:3])
@@ -59,7 +59,7 @@ class Violation(Exception):
     ``event[4].choices[0].finish_reason`` in a stream); ``expected`` and ``actual`` say
     what was wanted and what came, when a single value shows it. ``witness`` names the part
     of the answer the finding rests on when another requirement judges that part itself
-    (``usage``, ``logprobs``): conformance.judging.attribution withholds the finding when the target
+    (``usage``, ``logprobs``): conformance.judging.verdict.attribution withholds the finding when the target
     is shown to get that witness wrong.
     """
 
@@ -111,7 +111,7 @@ Stated = Callable[["Spec"], bool]
 class FieldStated:
     """A ``stated`` about one field: whether the document's text or schema for ``field``
     gives the evidence (``test``). Naming the field lets the contract tell whether the
-    document declares it under OpenAI's name (conformance/judging/contract.py)."""
+    document declares it under OpenAI's name (conformance/judging/document/contract.py)."""
 
     field: str
     test: Stated
@@ -140,7 +140,7 @@ class Requirement:
     why_level: str = field(default="", compare=False)
     #: The request features (capability-table names: ``logprobs``, ``echo``, ``n``, ...)
     #: that every exchange it judges uses: a target that declines one of them leaves the
-    #: requirement nothing to judge, a stated reason (conformance.judging.decision).
+    #: requirement nothing to judge, a stated reason (conformance.judging.verdict.decision).
     needs: tuple[str, ...] = ()
 
     def not_applicable(self, spec: Spec) -> str | None:

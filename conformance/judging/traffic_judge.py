@@ -25,21 +25,26 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.judging.attribution import attribute
 from conformance.judging.checks import load_checks
-from conformance.judging.decision import applicability, decide
-from conformance.judging.exchange import Exchange
+from conformance.judging.document.spec import Spec
+from conformance.judging.document.spec_notes import document_meta, registry
 from conformance.judging.judge import judge_into
-from conformance.judging.latency import stream_latency
-from conformance.judging.record import RunRecord, ScenarioRun, SkipCause
 from conformance.judging.requirements import REGISTRY, Requirement
-from conformance.judging.results import Finding, Results, Status, Tally
-from conformance.judging.run_info import RegistryEntry, SpecNote, TrafficCounts, Unobservable
-from conformance.judging.spec import Spec
-from conformance.judging.spec_notes import document_meta, registry
-from conformance.judging.traffic import BadEntry, Entry, Passed, Seen, exchange_of, model_of
-from conformance.judging.verdict import Verdict
+from conformance.judging.verdict.attribution import attribute
+from conformance.judging.verdict.decision import applicability, decide
+from conformance.judging.verdict.latency import stream_latency
+from conformance.judging.verdict.record import RunRecord, ScenarioRun, SkipCause
+from conformance.judging.verdict.results import Finding, Results, Status, Tally
+from conformance.judging.verdict.run_info import (
+    RegistryEntry,
+    SpecNote,
+    TrafficCounts,
+    Unobservable,
+)
+from conformance.judging.verdict.verdict import Verdict
 from conformance.judging.version import VERSION
+from conformance.judging.wire.exchange import Exchange
+from conformance.judging.wire.traffic import BadEntry, Entry, Passed, Seen, exchange_of, model_of
 
 #: What traffic cannot show, by what it would take: the requirements and why.
 NOT_OBSERVABLE: dict[str, tuple[tuple[str, ...], str]] = {

@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import NoReturn
 
-from conformance.judging.outcomes import BAD_INPUT
+from conformance.judging.verdict.outcomes import BAD_INPUT
 from conformance.reference.faults import FAULTS
 from conformance.reference.flavors import FLAVORS
 from conformance.reference.server import ReferenceServer, serve_until_signalled

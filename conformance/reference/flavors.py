@@ -1,6 +1,6 @@
 """What differs between the vendor specs the reference target follows, and its refusals.
 
-A flavor names a vendored spec (``conformance.judging.spec.load_spec(flavor)`` loads it: the
+A flavor names a vendored spec (``conformance.judging.document.spec.load_spec(flavor)`` loads it: the
 request validation comes from there) plus the wire habits the spec states that a schema
 cannot carry: media types, the request-id header, the error envelope, and whether
 optional response fields are omitted or sent as null. ``Head`` and ``ErrorReply`` are the

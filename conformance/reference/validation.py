@@ -26,7 +26,7 @@ from typing import Any, Final
 
 from jsonschema.exceptions import ValidationError, best_match
 
-from conformance.judging.spec import Spec, load_spec
+from conformance.judging.document.spec import Spec, load_spec
 from conformance.reference import model
 from conformance.reference.flavors import ApiError
 from conformance.reference.model import Prompt

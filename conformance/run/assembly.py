@@ -16,21 +16,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from conformance.judging.attribution import attribute
-from conformance.judging.decision import decide
-from conformance.judging.exceptions import ConformanceError
-from conformance.judging.results import Results
-from conformance.judging.run_info import BaselineDiff, RegistryEntry, SpecNote
-from conformance.judging.spec import (
+from conformance.judging.document.spec import (
     BUILTIN_SPECS,
     OPERATION_PATH,
     Spec,
     SpecError,
     load_spec,
 )
-from conformance.judging.spec_notes import document_meta, registry
-from conformance.judging.spec_source import Fetch
-from conformance.judging.verdict import Verdict
+from conformance.judging.document.spec_notes import document_meta, registry
+from conformance.judging.document.spec_source import Fetch
+from conformance.judging.exceptions import ConformanceError
+from conformance.judging.verdict.attribution import attribute
+from conformance.judging.verdict.decision import decide
+from conformance.judging.verdict.results import Results
+from conformance.judging.verdict.run_info import BaselineDiff, RegistryEntry, SpecNote
+from conformance.judging.verdict.verdict import Verdict
 from conformance.judging.version import VERSION
 from conformance.run.client import Client, Pacer, RetryPolicy
 from conformance.run.engine import Run
@@ -190,7 +190,7 @@ def _checked(settings: Settings) -> Settings:
     load_checks()  # unknown IDs are option_values.problem's
     if settings.require_capabilities:
         try:
-            from conformance.judging import capabilities  # type: ignore[attr-defined,unused-ignore]  # noqa: F401
+            from conformance.judging.verdict import capabilities  # noqa: F401
         except ImportError:
             raise BadInput("--require-capabilities: this build has no capability probes") from None
     return settings

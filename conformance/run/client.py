@@ -28,11 +28,11 @@ from typing import Any
 
 import httpx
 
-from conformance.judging.case import CASE_HEADER, Case
 from conformance.judging.exceptions import ConformanceError
-from conformance.judging.exchange import Exchange, Headers
-from conformance.judging.redaction import REDACTED, Limits, scrub
-from conformance.judging.sse import SSEParser
+from conformance.judging.wire.case import CASE_HEADER, Case
+from conformance.judging.wire.exchange import Exchange, Headers
+from conformance.judging.wire.redaction import REDACTED, Limits, scrub
+from conformance.judging.wire.sse import SSEParser
 from conformance.run.resend import RetryPolicy, paced, retry_after
 from conformance.run.throttle import ClientStats, Pacer, Throttle
 

@@ -23,14 +23,14 @@ from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from conformance.judging.case import Case
 from conformance.judging.checks import load_checks
-from conformance.judging.events import Emitter, ScenarioFinished
-from conformance.judging.exchange import Exchange
-from conformance.judging.record import ScenarioRun
+from conformance.judging.document.spec import Spec
 from conformance.judging.requirements import REGISTRY, Requirement
-from conformance.judging.results import Results, tokens_used
-from conformance.judging.spec import Spec
+from conformance.judging.verdict.events import Emitter, ScenarioFinished
+from conformance.judging.verdict.record import ScenarioRun
+from conformance.judging.verdict.results import Results, tokens_used
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange
 from conformance.run.client import Client
 from conformance.run.health import DOWN_NOTE, Health, as_health_probe
 from conformance.run.item import ItemOutcome, ItemRun
@@ -101,7 +101,7 @@ class Run:
         self.rate_limited = False
         #: How a Ctrl-C stopped the run (``interrupt``): nothing more is sent from then on.
         self.interrupted: str | None = None
-        # The run told as events (conformance/judging/events.py): add listeners to ``emit``.
+        # The run told as events (conformance/judging/verdict/events.py): add listeners to ``emit``.
         self.emit = Emitter()
         self.concurrency = max(1, settings.concurrency)
         self._slots = Slots(self.concurrency)

@@ -23,8 +23,8 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from conformance.judging.case import Case
-from conformance.judging.exchange import Exchange
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange
 
 #: Flights remembered after they ended (a death looks back over the last ones only).
 HISTORY = 2048

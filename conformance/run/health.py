@@ -28,9 +28,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from conformance.judging.case import Case
 from conformance.judging.checks.liveness import HEALTH_TAG, alive
-from conformance.judging.exchange import Exchange
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange
 from conformance.run.flights import Flight
 from conformance.run.throttle import Stopped
 

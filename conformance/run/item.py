@@ -15,17 +15,17 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from conformance.judging.case import Case
-from conformance.judging.events import ExchangeJudged
-from conformance.judging.examples import Outcome
-from conformance.judging.exchange import Exchange
+from conformance.judging.document.spec import Spec
 from conformance.judging.judge import judge_into
-from conformance.judging.latency import stream_latency
-from conformance.judging.record import ScenarioRun, SkipCause
-from conformance.judging.results import Finding, Results
-from conformance.judging.run_info import SentAlone
-from conformance.judging.spec import Spec
-from conformance.judging.verdict import deciding_levels
+from conformance.judging.verdict.events import ExchangeJudged
+from conformance.judging.verdict.examples import Outcome
+from conformance.judging.verdict.latency import stream_latency
+from conformance.judging.verdict.record import ScenarioRun, SkipCause
+from conformance.judging.verdict.results import Finding, Results
+from conformance.judging.verdict.run_info import SentAlone
+from conformance.judging.verdict.verdict import deciding_levels
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange
 from conformance.run.health import DOWN_NOTE
 from conformance.run.resend import RetryPolicy
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from conformance.judging.spec import Spec
+    from conformance.judging.document.spec import Spec
     from conformance.run.session import Setup
 
 #: The smallest --max-body-bytes: the suite's largest answers (echo of a prompt with
@@ -159,7 +159,7 @@ def capability_names(spec: Spec) -> list[str]:
     ``spec``: one ``null:<field>`` per request field) and each family (``prompt`` covers
     ``prompt:tokens``...), whether or not the spec declares the feature: a feature it does
     not declare is then unmet by the run, not a misspelling."""
-    from conformance.judging.capabilities import capability_probes, feature_of
+    from conformance.judging.verdict.capabilities import capability_probes, feature_of
 
     probes = capability_probes(spec, "model", 8, fit=lambda probe, _point: probe)
     features = {feature_of(probe) for probe in probes}

@@ -15,10 +15,10 @@ import json
 from dataclasses import replace
 from urllib.parse import urlsplit
 
-from conformance.judging.case import Case
+from conformance.judging.document.spec import OPERATION_PATH, Spec
 from conformance.judging.exceptions import ConformanceError
-from conformance.judging.exchange import Exchange
-from conformance.judging.spec import OPERATION_PATH, Spec
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange
 from conformance.run.client import Client
 
 #: The spec's server path prefix: the operation path without its last segment ("/v1").

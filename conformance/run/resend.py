@@ -44,8 +44,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
-from conformance.judging.case import Case
-from conformance.judging.exchange import Exchange
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange
 from conformance.run.flights import Flight, holder
 from conformance.run.throttle import REPEATS_TO_STAND, Free, Throttle, request_kind
 

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from conformance.judging.case import Case, Mode, repeated
-from conformance.judging.exchange import Exchange
-from conformance.judging.record import SkipCause
-from conformance.judging.spec import Spec
+from conformance.judging.document.spec import Spec
+from conformance.judging.verdict.record import SkipCause
+from conformance.judging.wire.case import Case, Mode, repeated
+from conformance.judging.wire.exchange import Exchange
 from conformance.run.session import ScenarioSkipped
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ def checked_probe(spec: Spec, probe: Case) -> Case:
     """A hand-written invalid probe (auth, unknown model, 400) through the one constructor:
     a rule it names is checked to be the only one it breaks, and the rest of its body is
     moved to valid values under the spec (a copy may allow 5 characters of prompt)."""
-    from conformance.judging.oracle import RULE_NAME
+    from conformance.judging.document.oracle import RULE_NAME
     from conformance.strategies import CaseSkipped, build_case
 
     body = probe.body
@@ -515,7 +515,7 @@ def _capabilities(item: ItemRun, _: Any) -> None:
     """One probe per optional feature, sent up to ``--concurrency`` at once; the seed
     probe's second request is sent only once the first was answered 200 (as soon as it
     was, not after the other probes), and is judged after it."""
-    from conformance.judging import capabilities
+    from conformance.judging.verdict import capabilities
 
     s = item.settings
     probes = capabilities.capability_probes(

@@ -17,10 +17,10 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from conformance.judging.case import Case
 from conformance.judging.exceptions import ConformanceError
-from conformance.judging.exchange import Exchange, Headers
-from conformance.judging.sse import SSEParser
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange, Headers
+from conformance.judging.wire.sse import SSEParser
 from conformance.run.client import Client, Limits
 
 

@@ -14,16 +14,16 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from conformance.judging.case import Case
-from conformance.judging.contract import DEFAULT_CONTRACT, Contract
-from conformance.judging.decision import applicability
-from conformance.judging.events import Emitter
+from conformance.judging.document.contract import DEFAULT_CONTRACT, Contract
+from conformance.judging.document.spec import Spec
 from conformance.judging.exceptions import ConformanceError
-from conformance.judging.exchange import Exchange
-from conformance.judging.record import RunRecord, SkipCause
-from conformance.judging.redaction import Limits
 from conformance.judging.requirements import Requirement
-from conformance.judging.spec import Spec
+from conformance.judging.verdict.decision import applicability
+from conformance.judging.verdict.events import Emitter
+from conformance.judging.verdict.record import RunRecord, SkipCause
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange
+from conformance.judging.wire.redaction import Limits
 from conformance.run.client import Client
 from conformance.run.health import Health
 

@@ -49,8 +49,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from conformance.judging.case import Case
-from conformance.judging.exchange import Exchange
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange
 from conformance.run.flights import Flight, Flights, in_flight_since
 
 

@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from targets import ALL_SPECS, TARGETS
 
-from conformance.judging.examples import Outcome
-from conformance.judging.results import Results
+from conformance.judging.verdict.examples import Outcome
+from conformance.judging.verdict.results import Results
 from conformance.reports import matrix as compared
 from conformance.reports.compare import load_results
 from conformance.reports.render import environment

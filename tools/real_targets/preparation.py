@@ -313,7 +313,7 @@ def nscale_for_prism(work: Work) -> Path:
 
     As written, PromptValue and StopSequence say `type: object` next to an anyOf of string
     and array branches, so no prompt validates and Prism answers every request 400. The
-    suite applies the same erratum in code (conformance/judging/spec_errata.py); Prism needs it
+    suite applies the same erratum in code (conformance/judging/document/spec_errata.py); Prism needs it
     in the file.
     """
     import yaml

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import transcript
 
-from conformance.judging.spec import SpecError
+from conformance.judging.document.spec import SpecError
 
 REPO = Path(__file__).resolve().parents[2]
 

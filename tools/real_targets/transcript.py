@@ -1,7 +1,7 @@
 """Transcripts: one recorded (or documented) wire exchange as a JSON file, and back.
 
 The format is described in ``tests/transcripts/README.md``. This module is the only place
-that knows it: ``to_transcript`` turns an :class:`~conformance.judging.exchange.Exchange` the
+that knows it: ``to_transcript`` turns an :class:`~conformance.judging.wire.exchange.Exchange` the
 suite's client produced into a redacted JSON-able dict; ``to_exchange`` rebuilds the
 Exchange the client would have produced from those bytes (content coding undone the way
 httpx undoes it, events parsed with the suite's own SSE parser, as conformance/run/client.py
@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from conformance.judging.exchange import Exchange
-from conformance.judging.spec import BUILTIN_SPECS, TARGET_SPEC, Spec, SpecError, load_spec
-from conformance.judging.spec_source import HANDOFF_ENV, is_url
-from conformance.judging.wire import exchange_from_transcript
+from conformance.judging.document.spec import BUILTIN_SPECS, TARGET_SPEC, Spec, SpecError, load_spec
+from conformance.judging.document.spec_source import HANDOFF_ENV, is_url
+from conformance.judging.wire.exchange import Exchange
+from conformance.judging.wire.wire import exchange_from_transcript
 
 FORMAT = 1
 REDACTED = "[REDACTED]"

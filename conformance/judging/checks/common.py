@@ -8,11 +8,11 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from conformance.judging.contract import properties_named, schemas_of
+from conformance.judging.document.contract import properties_named, schemas_of
 from conformance.judging.requirements import Context, FieldStated, Violation
 
 if TYPE_CHECKING:
-    from conformance.judging.spec import Spec
+    from conformance.judging.document.spec import Spec
 
 # The earliest plausible `created`: before it, the value is not a Unix time in seconds.
 EARLIEST_CREATED = 1_577_836_800  # 2020-01-01T00:00:00Z

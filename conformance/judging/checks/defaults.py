@@ -5,7 +5,7 @@ declares its default (AIHubMix/OpenAI: 16), the answer generates at most that ma
 per choice, and says "length" when it reached it. Every other request the suite sends sets
 max_tokens, so this is the only one whose cost the target's default decides. The count is
 the answer's usage alone (witness "usage"): where usage is shown wrong on the target, the
-finding is withheld (conformance.judging.attribution).
+finding is withheld (conformance.judging.verdict.attribution).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 
 from conformance.judging.checks.common import choices_of, completion, is_int
 from conformance.judging.checks.views import usage_of
+from conformance.judging.document.spec import Spec
 from conformance.judging.requirements import Context, Level, Violation, requirement
-from conformance.judging.spec import Spec
 
 #: The tag of the request that omits max_tokens on purpose.
 DEFAULT_MAX_TOKENS_TAG = "probe:default-max-tokens"

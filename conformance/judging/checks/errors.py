@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.judging.case import Auth, Case
 from conformance.judging.checks.common import answered, media_matches, says
 from conformance.judging.checks.window import CONTEXT_WINDOW_TAG
+from conformance.judging.document.spec import Spec
 from conformance.judging.requirements import Context, Level, Violation, requirement
-from conformance.judging.spec import Spec
+from conformance.judging.wire.case import Auth, Case
 
 MUST, SHOULD = Level.MUST, Level.SHOULD
 

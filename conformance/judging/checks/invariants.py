@@ -24,8 +24,8 @@ from conformance.judging.checks.logprobs_rules import (
 from conformance.judging.checks.semantics import choices_placed
 from conformance.judging.checks.tokens import USAGE_TEXT, include_usage, overrun, undercount
 from conformance.judging.checks.views import answer, answer_of, by_index, labelled, usage_of
-from conformance.judging.exchange import Exchange
 from conformance.judging.requirements import Context, Level, Unsupported, Violation, requirement
+from conformance.judging.wire.exchange import Exchange
 
 MUST, SHOULD = Level.MUST, Level.SHOULD
 #: The tag of the `n: 2` copy of the stream twin's non-streamed request.
@@ -94,7 +94,7 @@ def prompt_tokens_per_prompt(ctx: Context) -> None:
 def _same_text_as_twin(ctx: Context) -> bool:
     """The stream and its non-streamed twin generated the same text. Otherwise their counts
     are not comparable (different text is STREAM-MATCHES-NONSTREAM's), and the pair judges
-    nothing: no witness of the usage chunk formed (conformance.judging.attribution
+    nothing: no witness of the usage chunk formed (conformance.judging.verdict.attribution
     FORMED_BY). Counted as passed, a stream twin that llama-cpp-python cut short and LiteLLM
     closed with "stop" made LiteLLM's own usage count look confirmed."""
     twin = _plain_twin(ctx, STREAM_TWIN_TAG)
@@ -135,7 +135,7 @@ def stream_usage_matches(ctx: Context) -> None:
     # The other way round: the body's count is wrong by a rule of its own, past max_tokens
     # for the text this chunk counts within it (LiteLLM's mock: 20 for 8; USAGE-MAX-TOKENS'
     # finding on the twin) or short of its own text (USAGE-COMPLETION-TOKENS'). This one
-    # rests on it ("twin-usage", withheld by conformance.judging.attribution), and so shows the
+    # rests on it ("twin-usage", withheld by conformance.judging.verdict.attribution), and so shows the
     # body's usage wrong. A body that visibly ran past the limit shows no count at all.
     over = overrun(ctx, plain)
     if over is not None and over.witness != "usage":

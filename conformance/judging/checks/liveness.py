@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 
 from conformance.judging.checks.common import answered
-from conformance.judging.exchange import Exchange
 from conformance.judging.requirements import Context, Level, Violation, requirement
+from conformance.judging.wire.exchange import Exchange
 
 #: The requirement the engine judges a failed health probe by (and nothing else).
 LIVENESS_REQUIREMENTS = frozenset({"TARGET-ALIVE"})

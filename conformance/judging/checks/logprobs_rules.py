@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from conformance.judging.case import requested_int
 from conformance.judging.checks.common import is_int, is_number
 from conformance.judging.checks.views import Labelled
 from conformance.judging.requirements import Context, Violation
+from conformance.judging.wire.case import requested_int
 
 if TYPE_CHECKING:
-    from conformance.judging.spec import Spec
+    from conformance.judging.document.spec import Spec
 
 ARRAYS = ("tokens", "token_logprobs", "top_logprobs", "text_offset")
 

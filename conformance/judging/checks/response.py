@@ -22,10 +22,10 @@ from conformance.judging.checks.common import (
     error_path,
     media_matches,
 )
-from conformance.judging.contract import Contract
+from conformance.judging.document.contract import Contract
+from conformance.judging.document.spec import Spec, describe
+from conformance.judging.document.spec_errata import NULLED_FIELDS
 from conformance.judging.requirements import Context, Level, Violation, requirement
-from conformance.judging.spec import Spec, describe
-from conformance.judging.spec_errata import NULLED_FIELDS
 
 MUST, SHOULD = Level.MUST, Level.SHOULD
 OPENAI = "OpenAI /v1/completions behaviour relied on by OpenAI clients"
@@ -33,7 +33,7 @@ NULL_FIELDS_ERRATUM = "null-response-fields"
 
 
 def _erratum(spec: Spec, rule_id: str) -> bool:
-    return spec.uses(rule_id)  # an erratum or a policy (conformance/judging/policies.py)
+    return spec.uses(rule_id)  # an erratum or a policy (conformance/judging/document/policies.py)
 
 
 Owned = Callable[[ValidationError], bool]

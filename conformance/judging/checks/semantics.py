@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conformance.judging.case import MAY_REFUSE_TAG
 from conformance.judging.checks.common import (
     check_created,
     check_id,
@@ -34,9 +33,10 @@ from conformance.judging.checks.views import (
     labelled,
     stream_view,
 )
-from conformance.judging.exchange import Exchange
+from conformance.judging.document.spec import Schema, Spec
 from conformance.judging.requirements import Context, Level, Unsupported, Violation, requirement
-from conformance.judging.spec import Schema, Spec
+from conformance.judging.wire.case import MAY_REFUSE_TAG
+from conformance.judging.wire.exchange import Exchange
 
 MUST, SHOULD, CAPABILITY = Level.MUST, Level.SHOULD, Level.CAPABILITY
 SPEC_TEXT = "spec text: CreateCompletionRequest"

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.judging.checks.common import choices_of, completion, is_int, streamed_200
-from conformance.judging.exchange import Exchange, SSEEvent
 from conformance.judging.requirements import Context, Level, Predicate, Scope, Stated, requirement
-from conformance.judging.sse import SSEParser
+from conformance.judging.wire.exchange import Exchange, SSEEvent
+from conformance.judging.wire.sse import SSEParser
 
 DONE = "[DONE]"
 LOGPROBS_ARRAYS = ("tokens", "token_logprobs", "top_logprobs", "text_offset")

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.judging.case import Case
 from conformance.judging.checks.common import choices_of, is_int, says
 from conformance.judging.requirements import Context, Level, Violation, requirement
+from conformance.judging.wire.case import Case
 
 #: Tag of the prompt sent over the advertised window; ``window=<tokens>`` goes beside it.
 CONTEXT_WINDOW_TAG = "probe:context-window"

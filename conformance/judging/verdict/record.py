@@ -2,7 +2,7 @@
 
 A ``RunRecord`` travels inside ``Results`` (``Results.record``, ``"record"`` in
 results.json), so a pytest-xdist worker's items, a CI shard and an earlier run read back
-with the same types they were written with. ``decide`` (conformance.judging.verdict) reads
+with the same types they were written with. ``decide`` (conformance.judging.verdict.verdict) reads
 nothing else: no option, shard, budget or baseline reaches the verdict except through here.
 """
 
@@ -165,7 +165,7 @@ class RunRecord:
     @property
     def blank(self) -> bool:
         """Whether nothing was ever recorded (Results built by hand, or read from a
-        results.json written before records): conformance.judging.verdict.recorded_record
+        results.json written before records): conformance.judging.verdict.verdict.recorded_record
         stands in."""
         return self == RunRecord()
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import codecs
 
-from conformance.judging.exchange import SSEEvent
+from conformance.judging.wire.exchange import SSEEvent
 
 __all__ = ["SSEParser"]
 

@@ -2,9 +2,9 @@
 
 Each recorded or forwarded exchange becomes a :class:`Seen` (the request and the answer
 as they crossed the wire, and where it came from), then the Exchange the suite's client
-would have built (:func:`exchange_of`, through conformance.judging.wire). Its Case is
+would have built (:func:`exchange_of`, through conformance.judging.wire.wire). Its Case is
 what the request *is* under the judged document, never what a sender says it is: the
-request oracle (conformance.judging.oracle) names the rules it breaks, so an invalid request is
+request oracle (conformance.judging.document.oracle) names the rules it breaks, so an invalid request is
 judged as the invalid request it is; a request without credentials where the document
 declares bearer auth is judged as one. Secrets never leave this module: every request
 header value but a few harmless ones is redacted, and the key and those values are
@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any, Union
 from urllib.parse import urlsplit
 
-from conformance.judging.case import Auth, Case
 from conformance.judging.checks.defaults import DEFAULT_MAX_TOKENS_TAG
+from conformance.judging.document.spec import Spec
 from conformance.judging.exceptions import ConformanceError
-from conformance.judging.exchange import HOP_BY_HOP, Exchange
-from conformance.judging.redaction import REDACTED, scrub
-from conformance.judging.spec import Spec
-from conformance.judging.wire import exchange_from_transcript, exchange_from_wire
+from conformance.judging.wire.case import Auth, Case
+from conformance.judging.wire.exchange import HOP_BY_HOP, Exchange
+from conformance.judging.wire.redaction import REDACTED, scrub
+from conformance.judging.wire.wire import exchange_from_transcript, exchange_from_wire
 
 #: Request headers whose values are shown as sent: they hold no secret and a reader needs
 #: them to replay the request. Every other value is redacted (a gateway's own key header,
@@ -157,7 +157,7 @@ def auth_of(spec: Spec, headers: Sequence[tuple[str, str]]) -> Auth:
 def case_of(spec: Spec, body: bytes, headers: Sequence[tuple[str, str]], label: str) -> Case:
     """The request as the judged document sees it: ``invalid`` breaking the rules the
     request oracle names, else ``valid``."""
-    from conformance.judging.validation import ValidatorUnavailable, oracle_rules
+    from conformance.judging.document.validation import ValidatorUnavailable, oracle_rules
 
     try:
         parsed = json.loads(body)

@@ -9,7 +9,7 @@ short, a missing generator, a probe the target left nothing for: ``incomplete``,
 what was not run. A run Ctrl-C stopped is ``interrupted``, whatever it saw until then.
 The engine, the pytest plugin, conformance-merge, the reports and the tools all call
 :func:`decide`; none decides on its own. The verdict's types (``Verdict``,
-``Coverage``, ``Word``) are conformance.judging.verdict's, below the Results that keep one.
+``Coverage``, ``Word``) are conformance.judging.verdict.verdict's, below the Results that keep one.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from conformance.judging.checks import load_checks
-from conformance.judging.outcomes import Word
-from conformance.judging.record import RunRecord, ScenarioRun, SkipCause, scenario_names
 from conformance.judging.requirements import REGISTRY, Level
-from conformance.judging.verdict import Coverage, Uncovered, Verdict, deciding_levels
+from conformance.judging.verdict.outcomes import Word
+from conformance.judging.verdict.record import RunRecord, ScenarioRun, SkipCause, scenario_names
+from conformance.judging.verdict.verdict import Coverage, Uncovered, Verdict, deciding_levels
 
 if TYPE_CHECKING:
-    from conformance.judging.results import Results, Tally
-    from conformance.judging.spec import Spec
+    from conformance.judging.document.spec import Spec
+    from conformance.judging.verdict.results import Results, Tally
 
 
 def applicability(spec: Spec, selected: Callable[[str], bool]) -> dict[str, Any]:
@@ -107,7 +107,7 @@ def _feature_reason(results: Results, rid: str) -> tuple[bool, str]:
     for name, entry in entries:
         if entry.outcome == "declined":
             return True, f"the target declined `{name}`: {entry.detail}"
-    from conformance.judging.capabilities import owners
+    from conformance.judging.verdict.capabilities import owners
 
     for name, entry in entries:
         if entry.outcome in ("ignored", "broken"):
@@ -129,11 +129,11 @@ def failing(results: Results, record: RunRecord) -> list[Tally]:
 
 
 def unmet_capabilities(results: Results, required: Iterable[str]) -> list[str]:
-    """The required capabilities the target did not offer (conformance.judging.capabilities.unmet)."""
+    """The required capabilities the target did not offer (conformance.judging.verdict.capabilities.unmet)."""
     names = list(required)
     if not names:
         return []
-    from conformance.judging import capabilities
+    from conformance.judging.verdict import capabilities
 
     return list(capabilities.unmet(results, names))
 

@@ -1,7 +1,7 @@
 """The request oracle: which rules a request breaks, and their names.
 
 The judge asks it whether a recorded invalid case still breaks a rule under the spec
-(conformance.judging.results), openapi-core's errors are named by it (conformance.judging.validation),
+(conformance.judging.verdict.results), openapi-core's errors are named by it (conformance.judging.document.validation),
 and the generator (strategies/) builds and checks its cases with it: one oracle for all.
 
 A rule name is a stable string in one of three forms:
@@ -24,9 +24,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from conformance.judging.case import Case
-from conformance.judging.policies import BEST_OF_EQUAL_N
-from conformance.judging.spec import Spec
+from conformance.judging.document.policies import BEST_OF_EQUAL_N
+from conformance.judging.document.spec import Spec
+from conformance.judging.wire.case import Case
 
 # A rule name as this module writes them (free-text reasons such as "no credentials" are
 # not rule names, and are not judged by the oracle).
@@ -142,7 +142,7 @@ def schema_rules(spec: Spec, body: Any) -> set[str]:
 
 def rule_names(errors: Iterable[Any], body: Any) -> set[str]:
     """Rule names (``field:keyword``) of schema validation errors, jsonschema's or
-    openapi-core's (conformance.judging.validation): one oracle, two validators."""
+    openapi-core's (conformance.judging.document.validation): one oracle, two validators."""
     rules: set[str] = set()
     # Keywords per instance location: a value of the wrong type also fails its `enum`
     # (or `format`, ...), but only the type is the rule it breaks.

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from conformance.judging.exchange import Exchange, Headers
+from conformance.judging.wire.exchange import Exchange, Headers
 
 REDACTED = "[REDACTED]"
 

@@ -1,7 +1,7 @@
 """The catalogue of spec errata: defects found in vendored documents, named after the defect.
 
 Each is detected in the document loaded and applied only where present
-(conformance/judging/spec.py does both); this module only names them, so that ``--help`` can list
+(conformance/judging/document/spec.py does both); this module only names them, so that ``--help`` can list
 them without loading a spec. specs/README.md describes each with its evidence.
 """
 

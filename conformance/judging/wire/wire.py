@@ -17,9 +17,9 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from conformance.judging.case import Case
-from conformance.judging.exchange import Exchange, Headers
-from conformance.judging.sse import SSEParser
+from conformance.judging.wire.case import Case
+from conformance.judging.wire.exchange import Exchange, Headers
+from conformance.judging.wire.sse import SSEParser
 
 PATH = "/v1/completions"
 #: The first bytes of every gzip stream (RFC 1952).

@@ -1,9 +1,9 @@
 """The errata applied: each known defect detected in the document itself, then fixed.
 
-conformance/judging/errata.py names the defects (``ERRATA``); this module is where each is
+conformance/judging/document/errata.py names the defects (``ERRATA``); this module is where each is
 looked for in a loaded document and, when present and errata are not switched off
 (``--strict-spec``), corrected by a schema transformation named after it
-(:func:`apply_errata`, which conformance/judging/spec.py calls once per document, after it
+(:func:`apply_errata`, which conformance/judging/document/spec.py calls once per document, after it
 has extracted the schemas). The policy ``null-response-fields`` is settled here too, since
 it reads the same schemas: it stays in force only where the document forbids those nulls.
 """
@@ -22,7 +22,7 @@ from openapi_schema_validator import (
     oas31_format_checker,
 )
 
-from conformance.judging.errata import (
+from conformance.judging.document.errata import (
     ECHO_FIRST_LOGPROB_NOT_NULLABLE,
     EVENT_STREAM_MEDIA_TYPE_UNDECLARED,
     EVENT_STREAM_SCHEMA_IS_ARRAY,
@@ -32,7 +32,7 @@ from conformance.judging.errata import (
     STREAM_CHUNK_NULLS_FORBIDDEN,
     Erratum,
 )
-from conformance.judging.policies import NULL_RESPONSE_FIELDS, Policy
+from conformance.judging.document.policies import NULL_RESPONSE_FIELDS, Policy
 
 Schema = dict[str, Any]
 

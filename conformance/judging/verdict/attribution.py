@@ -23,8 +23,8 @@ or refused): the findings resting on it are withheld too, noted "never formed".
 
 from __future__ import annotations
 
-from conformance.judging.results import Results, Tally
-from conformance.judging.run_info import Withheld
+from conformance.judging.verdict.results import Results, Tally
+from conformance.judging.verdict.run_info import Withheld
 
 #: Each witness, in the order settled, and the requirements that judge it on its own
 #: terms: a failure of one of them shows the target gets the witness wrong. Only judges of

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from conformance.judging.exchange import Exchange
+from conformance.judging.wire.exchange import Exchange
 
 EXCERPT_CHARS = 2000
 VALUE_CHARS = 500

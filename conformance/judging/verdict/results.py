@@ -13,18 +13,18 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from conformance.judging.case import REPEATED_TAG, Case
-from conformance.judging.examples import Example, Outcome, evidence, jsonable
-from conformance.judging.exchange import Exchange, SSEEvent
-from conformance.judging.fingerprint import fingerprint, request_class
-from conformance.judging.latency import percentile
-from conformance.judging.record import RunRecord
+from conformance.judging.document.spec import Spec
 from conformance.judging.requirements import Context, Level, Requirement, Unsupported, Violation
-from conformance.judging.run_info import VERDICT_KEYS, RunInfo
-from conformance.judging.spec import Spec
+from conformance.judging.verdict.examples import Example, Outcome, evidence, jsonable
+from conformance.judging.verdict.fingerprint import fingerprint, request_class
+from conformance.judging.verdict.latency import percentile
+from conformance.judging.verdict.record import RunRecord
+from conformance.judging.verdict.run_info import VERDICT_KEYS, RunInfo
+from conformance.judging.wire.case import REPEATED_TAG, Case
+from conformance.judging.wire.exchange import Exchange, SSEEvent
 
 if TYPE_CHECKING:
-    from conformance.judging.verdict import Verdict
+    from conformance.judging.verdict.verdict import Verdict
 
 RESULTS_SCHEMA_VERSION = 2
 MAX_EXAMPLES = 3
@@ -34,7 +34,7 @@ MAX_FINGERPRINTS = 200
 
 def case_key(case: Case) -> str:
     """The part of a fingerprint that names the request: its class, never its label
-    (conformance.judging.fingerprint.request_class)."""
+    (conformance.judging.verdict.fingerprint.request_class)."""
     return request_class(case)
 
 
@@ -57,7 +57,7 @@ class Finding:
     actual: Any = None
     case: str = ""
     witness: str | None = (
-        None  # what it rests on (Violation.witness; conformance.judging.attribution)
+        None  # what it rests on (Violation.witness; conformance.judging.verdict.attribution)
     )
 
     def __post_init__(self) -> None:
@@ -65,7 +65,7 @@ class Finding:
 
     @property
     def fingerprint(self) -> str:
-        """What stays the same when the same defect is found again (conformance.judging.fingerprint):
+        """What stays the same when the same defect is found again (conformance.judging.verdict.fingerprint):
         requirement, request class, normalised path and message."""
         return fingerprint(self.requirement, self.case, self.path, self.message)
 
@@ -81,8 +81,8 @@ def judged_case(spec: Spec, case: Case) -> Case:
     Cases with a free-text reason (credentials, an unknown model) keep their label.
     """
     # Imported here: the oracle's openapi-core is loaded only when a case is judged.
-    from conformance.judging.oracle import RULE_NAME
-    from conformance.judging.validation import ValidatorUnavailable, oracle_rules
+    from conformance.judging.document.oracle import RULE_NAME
+    from conformance.judging.document.validation import ValidatorUnavailable, oracle_rules
 
     if case.mode != "invalid" or case.auth != "default" or not case.breaks:
         return case
@@ -98,7 +98,7 @@ def judged_case(spec: Spec, case: Case) -> Case:
 #: Witnesses judged apart in each mode: streamed logprobs shown wrong (cumulative per
 #: chunk, say) say nothing of the same server's non-streamed logprobs; a usage chunk that
 #: STREAM-USAGE-MATCHES shows wrong says nothing of a body's usage (USAGE-COMPLETION-TOKENS,
-#: one tally over both modes, still shows both: conformance.judging.attribution.SHOWN_BY).
+#: one tally over both modes, still shows both: conformance.judging.verdict.attribution.SHOWN_BY).
 PER_MODE_WITNESSES = ("logprobs", "usage")
 
 
@@ -197,9 +197,9 @@ class Tally:
     fingerprints: list[str] = field(default_factory=list)
     fingerprints_dropped: int = 0
     examples: list[Example] = field(default_factory=list)
-    #: Failures resting on a witness (conformance.judging.attribution): witness -> fingerprint -> n.
+    #: Failures resting on a witness (conformance.judging.verdict.attribution): witness -> fingerprint -> n.
     witnessed: dict[str, dict[str, int]] = field(default_factory=dict)
-    #: Why failures were withheld (conformance.judging.attribution), one line each.
+    #: Why failures were withheld (conformance.judging.verdict.attribution), one line each.
     not_judged: list[str] = field(default_factory=list)
     #: Requests sent more than once (case.REPEATED_TAG), by label: [sends failed, sends
     #: judged]. results.json keeps those with a failure.
@@ -319,9 +319,9 @@ class Results:
     """Everything a run found, per requirement, plus what it spent.
 
     ``capabilities`` is the capability table, feature -> ``Capability``, filled
-    by the single-feature probes of conformance.judging.capabilities (never by generated requests).
+    by the single-feature probes of conformance.judging.verdict.capabilities (never by generated requests).
     ``info`` is the run's context and what it saw (results.json ``meta``); ``verdict`` the
-    verdict the judge core decided, once it has (conformance.judging.decision.decide).
+    verdict the judge core decided, once it has (conformance.judging.verdict.decision.decide).
     """
 
     tallies: dict[str, Tally] = field(default_factory=dict)
@@ -329,7 +329,7 @@ class Results:
     spent: Spent = field(default_factory=Spent)
     capabilities: dict[str, Capability] = field(default_factory=dict)
     latency: list[dict[str, Any]] = field(default_factory=list)
-    #: What the verdict depends on besides the tallies (conformance.judging.record).
+    #: What the verdict depends on besides the tallies (conformance.judging.verdict.record).
     run_record: RunRecord = field(default_factory=RunRecord)
     verdict: Verdict | None = None
 
@@ -487,7 +487,7 @@ class Results:
                 f"results schema_version {data.get('schema_version')!r} is not "
                 f"{RESULTS_SCHEMA_VERSION}"
             )
-        from conformance.judging.verdict import Verdict
+        from conformance.judging.verdict.verdict import Verdict
 
         meta = dict(data.get("meta", {}))
         record = data.get("record")
@@ -501,7 +501,7 @@ class Results:
             },
             latency=list(data.get("latency", [])),
             # An older results.json kept no record: decide() reads what it recorded instead
-            # (conformance.judging.verdict.recorded_record).
+            # (conformance.judging.verdict.verdict.recorded_record).
             run_record=RunRecord() if record is None else RunRecord.from_json(record),
         )
 

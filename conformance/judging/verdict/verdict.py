@@ -1,6 +1,6 @@
 """The run's verdict: its word, its reasons and its coverage, typed (``Verdict``).
 
-conformance.judging.decision decides it, once, from the tallies and the typed run record
+conformance.judging.verdict.decision decides it, once, from the tallies and the typed run record
 (``decide``); ``Results.verdict`` keeps it, and results.json writes it in ``meta``
 (``verdict``, ``verdict_reasons``, ``coverage``, ``not_run``), read back typed here.
 """
@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.judging.outcomes import EXIT_CODES, Word
 from conformance.judging.requirements import Level
+from conformance.judging.verdict.outcomes import EXIT_CODES, Word
 
 
 @dataclass(frozen=True, slots=True)

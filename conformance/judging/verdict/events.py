@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.judging.record import RunRecord, ScenarioRun
-from conformance.judging.results import Results
-from conformance.judging.verdict import Verdict
+from conformance.judging.verdict.record import RunRecord, ScenarioRun
+from conformance.judging.verdict.results import Results
+from conformance.judging.verdict.verdict import Verdict
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """The suite's interpretations of the documents: named, explained, switchable.
 
-Errata (conformance/judging/spec.py) correct defects *of a document*; each is detected in the
+Errata (conformance/judging/document/spec.py) correct defects *of a document*; each is detected in the
 document loaded and applied only there. Policies are different: they are how *the suite*
 reads what a document leaves open or states loosely (a rule in prose, a header named in a
 sentence, null sent by every client). Each has an ID, a rationale and a switch; all of
@@ -97,7 +97,10 @@ def active_policies(*, strict: bool) -> tuple[Policy, ...]:
 
 def strict_help() -> str:
     """The ``--strict-spec`` help text: what it switches off, by ID."""
-    from conformance.judging.errata import CONVENTIONS, ERRATA  # light: names only, no spec loaded
+    from conformance.judging.document.errata import (  # light: names only, no spec loaded
+        CONVENTIONS,
+        ERRATA,
+    )
 
     return (
         "Judge and generate by the documents as written: none of the errata (document "

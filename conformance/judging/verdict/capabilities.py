@@ -22,12 +22,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.judging.case import MAY_REFUSE_TAG, Case
-from conformance.judging.exchange import Exchange
-from conformance.judging.oracle import CROSS_BEST_OF_BELOW_N, CROSS_BEST_OF_STREAM
+from conformance.judging.document.oracle import CROSS_BEST_OF_BELOW_N, CROSS_BEST_OF_STREAM
+from conformance.judging.document.spec import Spec
 from conformance.judging.requirements import REGISTRY, Level
-from conformance.judging.results import Finding, Results
-from conformance.judging.spec import Spec
+from conformance.judging.verdict.results import Finding, Results
+from conformance.judging.wire.case import MAY_REFUSE_TAG, Case
+from conformance.judging.wire.exchange import Exchange
 
 TAG = "cap:"
 PROMPT = "Say something"

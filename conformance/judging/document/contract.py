@@ -28,7 +28,7 @@ DEFAULT_CONTRACT = Contract.OPENAI_COMPATIBLE
 
 
 class Judged(Protocol):
-    """What the contract reads of a document (conformance.judging.spec.Spec is one): its
+    """What the contract reads of a document (conformance.judging.document.spec.Spec is one): its
     contract and its resolved schemas. A protocol, so that the spec can import this module."""
 
     @property

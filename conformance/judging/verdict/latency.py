@@ -20,7 +20,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from conformance.judging.exchange import Exchange, SSEEvent
+from conformance.judging.wire.exchange import Exchange, SSEEvent
 
 #: Streams whose last event came sooner than this (seconds) are too quick to judge.
 BUFFERED_MIN_SECONDS = 0.5

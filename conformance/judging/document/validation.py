@@ -2,13 +2,13 @@
 
 The suite generates its requests itself (strategies/) and judges answers with its own
 checks; openapi-core is a second, independent reading of the same document. It is given
-the operation as corrected by the errata (conformance/judging/spec.py): one OpenAPI object is
+the operation as corrected by the errata (conformance/judging/document/spec.py): one OpenAPI object is
 built per Spec, from the resolved operation whose request, response and error schemas are
 replaced by the corrected ones.
 
 - :func:`request_errors` / :func:`request_rules`: openapi-core's request validation of the
   whole operation (path, method, content type, security, body); the rules a body breaks,
-  named as conformance/judging/oracle.py names them (``<field>:<keyword>``, ``body:*``).
+  named as conformance/judging/document/oracle.py names them (``<field>:<keyword>``, ``body:*``).
 - :func:`response_verdict`: status declared, media type declared, required headers, the
   JSON body against the operation's response schema. SSE bodies are left to the suite's
   own parser and chunk checks (openapi-core reads a body as one document).
@@ -45,10 +45,10 @@ from openapi_core.validation.response.exceptions import (
     MissingRequiredHeader,
 )
 
+from conformance.judging.document.oracle import BODY_NOT_JSON, cross_rules, rule_names
+from conformance.judging.document.policies import MEDIA_TYPE_PARAMETERS
+from conformance.judging.document.spec import OPERATION_PATH, Spec, describe
 from conformance.judging.exceptions import ConformanceError
-from conformance.judging.oracle import BODY_NOT_JSON, cross_rules, rule_names
-from conformance.judging.policies import MEDIA_TYPE_PARAMETERS
-from conformance.judging.spec import OPERATION_PATH, Spec, describe
 
 HOST = "http://target"
 VALIDATION_KEY = "Bearer validation-only"

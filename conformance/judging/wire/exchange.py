@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from conformance.judging.case import Case
+from conformance.judging.wire.case import Case
 
 T = TypeVar("T")
 

@@ -34,7 +34,7 @@ from urllib.parse import urljoin, urlsplit
 import yaml
 
 from conformance.judging.exceptions import ConformanceError
-from conformance.judging.redaction import REDACTED, Limits
+from conformance.judging.wire.redaction import REDACTED, Limits
 
 #: Where the target publishes its document, tried in order by ``--spec target``.
 TARGET_DOCUMENT_PATHS = ("/openapi.json", "/v1/openapi.json")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from conformance.judging.case import Case
+from conformance.judging.wire.case import Case
 
 #: Fingerprints of this shape have four fields; the suite's first ones had three
 #: (``REQUIREMENT|label shape|path``) and named generated requests.

@@ -1,7 +1,7 @@
 """The contract: one OpenAPI document, loaded, resolved and corrected by errata.
 
 A :class:`Spec` is built once per run from a vendored document, a path or a URL
-(conformance/judging/spec_source.py reads and caches it). It finds the completions operation
+(conformance/judging/document/spec_source.py reads and caches it). It finds the completions operation
 where OpenAPI puts it, a server URL's path followed by a path key (``/v1`` +
 ``/completions`` in OpenAI's document), inlines the ``$ref`` of that operation only, and
 exposes what the strategies and checks need: the request schema, the JSON and
@@ -10,11 +10,11 @@ response headers and the security scheme. Validators are compiled once here, nev
 response.
 
 The vendored documents have real defects (see specs/README.md). Each erratum is named
-after its defect (conformance/judging/errata.py), detected in the document itself (so a
+after its defect (conformance/judging/document/errata.py), detected in the document itself (so a
 spec given by path gets them too) and applied only where the defect is present, as a
-schema transformation (conformance/judging/spec_errata.py); it is recorded in
+schema transformation (conformance/judging/document/spec_errata.py); it is recorded in
 ``Spec.errata``. The suite's own interpretations are policies
-(conformance/judging/policies.py, ``Spec.policies``). ``strict=True`` (``--strict-spec``) switches
+(conformance/judging/document/policies.py, ``Spec.policies``). ``strict=True`` (``--strict-spec``) switches
 both off: the document as written. Conventions (``Spec.conventions``: FastAPI's raw
 stream schema, its automatic 422, a document listing no 4xx) are how a document's
 tooling says things; they correct nothing and stay on.
@@ -33,18 +33,17 @@ from urllib.parse import urljoin, urlsplit
 
 from jsonschema.exceptions import ValidationError, best_match
 
-from conformance.judging.contract import DEFAULT_CONTRACT, Contract
-from conformance.judging.errata import (
+from conformance.judging.document.contract import DEFAULT_CONTRACT, Contract
+from conformance.judging.document.errata import (
     EVENT_STREAM_SCHEMA_IS_STRING,
     FASTAPI_VALIDATION_422,
     NO_CLIENT_ERRORS_DECLARED,
     Convention,
     Erratum,
 )
-from conformance.judging.exceptions import ConformanceError
-from conformance.judging.policies import REQUEST_ID_HEADER, Policy, active_policies
-from conformance.judging.spec_errata import apply_errata, compile_validator
-from conformance.judging.spec_source import (
+from conformance.judging.document.policies import REQUEST_ID_HEADER, Policy, active_policies
+from conformance.judging.document.spec_errata import apply_errata, compile_validator
+from conformance.judging.document.spec_source import (
     Fetch,
     Source,
     SourceError,
@@ -54,6 +53,7 @@ from conformance.judging.spec_source import (
     parse,
     target_source,
 )
+from conformance.judging.exceptions import ConformanceError
 
 OPERATION_PATH = "/v1/completions"
 BUILTIN_SPECS = ("nscale", "aihubmix", "openai")
@@ -104,7 +104,7 @@ def load_spec(
 ) -> Spec:
     """Load a vendored spec by name (``nscale``, ``aihubmix``, ``openai``), any document by
     path or http(s) URL, or ``target`` (the target's own ``/openapi.json``; ``fetch``
-    says how to reach it), to be judged under ``contract`` (conformance/judging/contract.py)."""
+    says how to reach it), to be judged under ``contract`` (conformance/judging/document/contract.py)."""
     source = read_source(name_or_path, fetch)
     try:
         document = parse(source, slim_document)
@@ -252,7 +252,7 @@ class Spec:
         self.path = path
         self.document = document
         self.strict = strict
-        #: How the document binds the target (conformance/judging/contract.py): it sets the level
+        #: How the document binds the target (conformance/judging/document/contract.py): it sets the level
         #: of every requirement resting on OpenAI's documented meaning of a field.
         self.contract = Contract(contract)
         self.origin = origin or str(path)
@@ -315,7 +315,7 @@ class Spec:
         self.stream_media_type: str | None = stream_media
         stream_schema = (ok_content.get(stream_media) or {}).get("schema") if stream_media else None
         self.stream_chunk_schema: Schema | None = copy.deepcopy(stream_schema)
-        #: How this document says things (conformance/judging/errata.py CONVENTIONS); kept under
+        #: How this document says things (conformance/judging/document/errata.py CONVENTIONS); kept under
         #: --strict-spec, since none of them corrects the document.
         self.conventions: list[Convention] = []
         if isinstance(stream_schema, dict) and stream_schema.get("type") == "string":

@@ -3,7 +3,7 @@
 ``RunInfo`` holds the run's identity and context (target, document, options), what the
 run saw as it played (statuses answered, requests sent again alone, findings withheld by
 attribution, the client's figures) and what the runner added at its end (wall time, the
-baseline diff). The verdict itself is ``Results.verdict`` (conformance.judging.verdict),
+baseline diff). The verdict itself is ``Results.verdict`` (conformance.judging.verdict.verdict),
 written into the same object. Every field is typed; results.json stays the documented
 serialisation (docs/results-schema.md): ``to_json`` writes exactly the keys that were set,
 in the order they were first set (a file read back writes its keys in its own order), and
@@ -40,7 +40,7 @@ class SpecNote:
 @dataclass(frozen=True, slots=True)
 class RegistryEntry:
     """One entry of the registry in force (``meta.policies``): an erratum, a policy or a
-    convention (conformance.judging.spec_notes.registry)."""
+    convention (conformance.judging.document.spec_notes.registry)."""
 
     kind: str
     id: str
@@ -89,7 +89,7 @@ class SentAlone:
 
 @dataclass(frozen=True, slots=True)
 class Withheld:
-    """Findings attribution withheld (conformance.judging.attribution): ``findings`` of
+    """Findings attribution withheld (conformance.judging.verdict.attribution): ``findings`` of
     ``requirement`` resting on ``witness``, shown wrong by ``shown_by`` or, when that is
     empty, never formed (``unformed`` says why)."""
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.judging.contract import CONTRACT_HELP
-from conformance.judging.policies import STRICT_SWITCH
-from conformance.judging.spec import Spec
+from conformance.judging.document.contract import CONTRACT_HELP
+from conformance.judging.document.policies import STRICT_SWITCH
+from conformance.judging.document.spec import Spec
 
 
 def operation_line(spec: Spec) -> str:
@@ -44,7 +44,7 @@ def registry(spec: Spec) -> list[dict[str, Any]]:
         {"kind": "policy", "id": p.id, "title": p.title, "detail": p.rationale, "switch": p.switch}
         for p in spec.policies
     ]
-    # Conventions correct nothing, so no switch turns them off (conformance/judging/errata.py).
+    # Conventions correct nothing, so no switch turns them off (conformance/judging/document/errata.py).
     entries += [
         {"kind": "convention", "id": c.id, "title": c.title, "detail": c.detail, "switch": ""}
         for c in spec.conventions

@@ -1,0 +1,1 @@
+"""The document: loaded, corrected, validated against, and what binds the target."""

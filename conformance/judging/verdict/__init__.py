@@ -1,0 +1,1 @@
+"""The verdict: findings tallied, attributed, recorded and decided."""

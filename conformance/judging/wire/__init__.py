@@ -1,0 +1,1 @@
+"""The wire: requests sent and what came back, parsed from bytes or traffic."""
