@@ -72,7 +72,7 @@ def specs_dir() -> Path:
     packaged = Path(str(resources.files("conformance"))) / "_specs"
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parents[2] / "specs"
+    return Path(__file__).resolve().parents[3] / "specs"
 
 
 def read_source(name_or_path: str, fetch: Fetch | None = None) -> Source:
