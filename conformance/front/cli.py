@@ -18,61 +18,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn, cast
+from typing import NoReturn
 
 from conformance.front.arguments import PROG
 from conformance.judging.exceptions import ConformanceError
 from conformance.judging.verdict.outcomes import BAD_INPUT, OUTCOMES
-
-#: Option groups of the help page, in the order a new user needs them. An option of
-#: conformance/front/options.py missing here is still shown, under "other suite options".
-GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (
-        "target: what is tested",
-        ("--target-url", "--model", "--api-key", "--spec", "--header"),
-    ),
-    (
-        "selection: which requirements, how hard",
-        (
-            "--checks",
-            "--skip-checks",
-            "--require-capabilities",
-            "--strict-should",
-            "--strict-spec",
-            "--max-examples",
-            "--max-tokens",
-            "--seed",
-            "--fuzz",
-            "--vocab-size",
-        ),
-    ),
-    (
-        "spending and bounds",
-        (
-            "--budget-requests",
-            "--budget-tokens",
-            "--rps",
-            "--concurrency",
-            "--request-timeout",
-            "--stream-gap",
-            "--stream-total",
-            "--max-body-bytes",
-        ),
-    ),
-    ("reports and CI", ("--report-dir", "--baseline", "--shard")),
-)
-
-#: Short placeholders where options.py gives none (argparse would print TARGET_URL...).
-METAVARS = {
-    "--target-url": "URL",
-    "--model": "NAME",
-    "--api-key": "KEY",
-    "--spec": "NAME|PATH",
-    "--checks": "IDS",
-    "--skip-checks": "IDS",
-    "--report-dir": "DIR",
-}
-
 
 #: Plugins of installed packages the suite does not use (as in pyproject's addopts):
 #: schemathesis's ([fuzz] extra) costs 0.5 s of CPU, anyio's 0.4 s, platformdirs' 0.1 s.
@@ -85,22 +35,6 @@ ALREADY_IMPORTED = (
     "ignore:Module already imported so cannot be rewritten; conformance"
     ":pytest.PytestAssertRewriteWarning",
 )
-
-
-class _Recorder:
-    """Stands in for pytest's parser to collect the suite's options (options.add_options)."""
-
-    def __init__(self) -> None:
-        self.options: list[tuple[tuple[str, ...], dict[str, Any]]] = []
-
-    def getgroup(self, *args: Any, **kwargs: Any) -> _Recorder:
-        return self
-
-    def addoption(self, *names: str, **attrs: Any) -> None:
-        self.options.append((names, attrs))
-
-    def addini(self, *args: Any, **kwargs: Any) -> None:
-        pass
 
 
 class _Parser(argparse.ArgumentParser):
@@ -125,11 +59,9 @@ def option_problem(args: list[str]) -> str | None:
 
 
 def help_parser() -> argparse.ArgumentParser:
-    """The help page of ``run``: the suite's options from conformance/front/options.py, grouped."""
-    from conformance.front.options import add_options
+    """The help page of ``run``: the suite's options from the one table, grouped."""
+    from conformance.front import option_table
 
-    recorder = _Recorder()
-    add_options(cast(Any, recorder))
     parser = _Parser(
         prog=PROG,
         allow_abbrev=False,  # as pytest's: --max is no option, not an ambiguous one
@@ -142,17 +74,9 @@ def help_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         add_help=False,
     )
-    by_name = {names[0]: (names, attrs) for names, attrs in recorder.options}
-    for title, names in (*GROUPS, ("other suite options", tuple(by_name))):
-        group = parser.add_argument_group(title)
-        for name in names:
-            if name in by_name:
-                option_names, attrs = by_name.pop(name)
-                attrs = {k: v for k, v in attrs.items() if k != "default"}
-                attrs["help"] = str(attrs.get("help", "")).replace("%", "%%")
-                if name in METAVARS and "metavar" not in attrs and attrs.get("action") is None:
-                    attrs["metavar"] = METAVARS[name]
-                group.add_argument(*option_names, **attrs)
+    # Every option in its group (conformance/front/option_table.py), no default: the page
+    # says each one, and as a checker the parser must not fill in what was not given.
+    option_table.add_arguments(parser, option_table.RUN, defaults=False)
     general = parser.add_argument_group("help")
     general.add_argument("-h", "--help", action="store_true", help="this page")
     general.add_argument(

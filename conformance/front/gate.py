@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from conformance.front import interrupt
+from conformance.front import interrupt, option_table
 from conformance.front.arguments import PROG
 from conformance.judging.verdict.outcomes import BAD_INPUT, ERROR, EXIT_CODES, INTERRUPTED
 
@@ -79,26 +79,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Run the suite in shards, merge them, post the summary; exit with the "
         "verdict. Other options go to every shard (see completions-conformance --help).",
     )
-    parser.add_argument("--shards", type=int, default=1, help="processes at once (default 1)")
-    parser.add_argument("--report-dir", type=Path, default=Path("reports/out"))
-    parser.add_argument("--baseline", help="results.json of an accepted earlier run")
-    parser.add_argument(
-        "--args",
-        default="",
-        metavar="TEXT",
-        help="further options as one string, split as a shell splits a command line: quotes "
-        "respected, nothing expanded (the Action's args input)",
-    )
-    parser.add_argument(
-        "--summary",
-        default=os.environ.get("GITHUB_STEP_SUMMARY") or None,
-        help="Markdown file the summary is appended to (default $GITHUB_STEP_SUMMARY)",
-    )
-    parser.add_argument(
-        "--output",
-        default=os.environ.get("GITHUB_OUTPUT") or None,
-        help="file verdict=, exit-code=, report-dir= are appended to (default $GITHUB_OUTPUT)",
-    )
+    option_table.add_arguments(parser, option_table.GATE, first=(option_table.SHARDS,))
     return parser
 
 
@@ -289,6 +270,9 @@ def main(argv: list[str] | None = None) -> int:
         args, run_args = _parser().parse_known_args(argv)
     except ValueError as exc:
         return refuse(None, str(exc))
+    # The job's own files unless named (GitHub Actions sets both).
+    args.summary = _or_env(args.summary, "GITHUB_STEP_SUMMARY")
+    args.output = _or_env(args.output, "GITHUB_OUTPUT")
     if args.shards < 1:
         return refuse(args, f"--shards {args.shards}: expected 1 or more")
     try:
@@ -312,8 +296,12 @@ def main(argv: list[str] | None = None) -> int:
             restore()
 
 
+def _or_env(given: str | None, name: str) -> str | None:
+    return given if given is not None else os.environ.get(name) or None
+
+
 def _gate(args: argparse.Namespace, run_args: list[str], running: Shards) -> int:
-    report_dir: Path = args.report_dir
+    report_dir = Path(args.report_dir)
     shards = run_shards(run_args, report_dir, args.shards, args.baseline, running)
     if (error := shared_error(shards)) is not None:
         print(error, file=sys.stderr)  # the same line from every shard: said once

@@ -1,4 +1,5 @@
-"""The suite's command-line options, and their translation into a runner-agnostic Setup.
+"""The suite's command-line options (from the one table, option_table.py), and their
+translation into a runner-agnostic Setup.
 
 Importing this module costs nothing beyond pytest itself: the plugin loads it in every
 pytest process, including those that never run the suite.
@@ -11,168 +12,20 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from conformance.front.arguments import INTEGER, NUMBER, in_suite, one_of
+from conformance.front import option_table
 from conformance.front.arguments import SUITE_DIR as SUITE_DIR
+from conformance.front.arguments import in_suite
+from conformance.front.option_table import API_KEY_ENV
 
 if TYPE_CHECKING:
     from conformance.run.session import Setup
 
-API_KEY_ENV = "CONFORMANCE_API_KEY"
-BUILTIN = ("aihubmix", "nscale", "openai")  # spec.BUILTIN_SPECS, without importing the spec model
-DEFAULT_CONCURRENCY = 16
-
 
 def add_options(parser: pytest.Parser) -> None:
-    from conformance.judging.document.contract import (  # light
-        CONTRACT_HELP,
-        DEFAULT_CONTRACT,
-        Contract,
-    )
-    from conformance.judging.document.policies import strict_help  # light: no spec is loaded
-
-    add = parser.getgroup("conformance", "completions conformance suite").addoption
-    add(
-        "--target-url",
-        help="Base URL of the target (the spec's path is appended; a trailing "
-        "/v1 is accepted and reported). Default: start the embedded reference target.",
-    )
-    add("--api-key", help=f"API key sent as a bearer token (default: ${API_KEY_ENV}).")
-    add(
-        "--model",
-        help="Model name sent in every request (default with the embedded "
-        "target: reference-model, the only model it serves).",
-    )
-    add(
-        "--spec",
-        default="aihubmix",
-        help=f"{' | '.join(BUILTIN)} | PATH or http(s) URL of an OpenAPI document | target "
-        "(the target's own /openapi.json, then /v1/openapi.json) (default: aihubmix).",
-    )
-    add(
-        "--strict-spec",
-        action="store_true",
-        help=strict_help(),
-    )
-    add(
-        "--contract",
-        type=one_of(*(c.value for c in Contract)),
-        default=DEFAULT_CONTRACT.value,
-        help="How the document binds the target: "
-        + "; ".join(f"{c.value}: {CONTRACT_HELP[c]}" for c in Contract)
-        + f" (default: {DEFAULT_CONTRACT.value}).",
-    )
-    # pytest owns --strict, so the level switch has a longer name.
-    add("--strict-should", action="store_true", help="SHOULD findings fail the run too.")
-    add(
-        "--max-examples",
-        type=INTEGER,
-        default=10,
-        help="Generated requests per generated test (default 10: tokens cost money).",
-    )
-    add("--max-tokens", type=INTEGER, default=8, help="Upper bound on max_tokens (default 8).")
-    add(
-        "--budget-requests",
-        type=INTEGER,
-        default=500,
-        help="Most requests in the run (default 500).",
-    )
-    add(
-        "--budget-tokens",
-        type=INTEGER,
-        default=100_000,
-        help="Most tokens (as the target reports them) in the run (default 100000).",
-    )
-    add(
-        "--vocab-size",
-        type=INTEGER,
-        default=1000,
-        help="Token ids in token prompts are drawn below this (default 1000).",
-    )
-    add("--seed", type=INTEGER, default=0, help="Seed of request generation (default 0).")
-    add(
-        "--fuzz",
-        type=INTEGER,
-        default=0,
-        metavar="N",
-        help="Also send N requests drawn from schemathesis's own generation (positive, "
-        "negative and coverage phases), judged by the same requirements: a deep, nightly "
-        "scenario (needs the [fuzz] extra; default 0: off).",
-    )
-    add(
-        "--concurrency",
-        type=INTEGER,
-        default=DEFAULT_CONCURRENCY,
-        metavar="N",
-        help=f"Requests in flight at once per process for independent requests (default "
-        f"{DEFAULT_CONCURRENCY}: real endpoints answer in 0.3-3 s; a default run's ~155 "
-        "requests at 16 in flight take ~15 s against a 1 s endpoint, and the client halves "
-        "its limit on every 429, so a rate-limited key is not hammered; 1 sends one after "
-        "another).",
-    )
-    # pytest-timeout owns --timeout, so the per-request bound has a longer name.
-    add(
-        "--request-timeout",
-        type=NUMBER,
-        default=30.0,
-        help="Seconds to wait for the first byte of an answer (default 30).",
-    )
-    add(
-        "--stream-gap",
-        type=NUMBER,
-        default=15.0,
-        help="Most seconds between two reads of a response (default 15).",
-    )
-    add(
-        "--stream-total",
-        type=NUMBER,
-        default=120.0,
-        help="Most seconds for one response (default 120).",
-    )
-    add(
-        "--max-body-bytes",
-        type=INTEGER,
-        default=16 * 1024 * 1024,
-        help="Most bytes read from one response (default 16 MiB).",
-    )
-    add(
-        "--rps",
-        type=NUMBER,
-        default=None,
-        help="Most requests per second, summed over xdist workers (default: unpaced).",
-    )
-    add(
-        "--header",
-        action="append",
-        default=[],
-        metavar="'Name: value'",
-        help="Extra request header (repeatable); its value is redacted in every output.",
-    )
-    add("--checks", default="", help="Comma-separated requirement IDs to run (default all).")
-    add("--skip-checks", default="", help="Comma-separated requirement IDs to skip.")
-    add(
-        "--require-capabilities",
-        default="",
-        metavar="LIST",
-        help="Comma-separated capabilities (e.g. echo,logprobs) the target must offer: one "
-        "declined or ignored fails the run.",
-    )
-    add(
-        "--report-dir",
-        default="reports/out",
-        help="Where the reports are written (default reports/out).",
-    )
-    add(
-        "--baseline",
-        metavar="FILE",
-        help="results.json of an earlier run: requirements failing there are reported as "
-        "known and do not fail this run; new failures do; fixed ones are listed.",
-    )
-    add(
-        "--shard",
-        metavar="K/N",
-        help="Run only the K-th of N deterministic slices of the suite (1-based), to split a "
-        "run across CI jobs; merge their results.json with conformance-merge.",
-    )
+    """The pytest door's options, from the one table (conformance/front/option_table.py)."""
+    group = parser.getgroup("conformance", "completions conformance suite")
+    for option in option_table.of(option_table.PYTEST):
+        group.addoption(option.flag, **option.argument(option_table.PYTEST))
 
 
 def suite_requested(config: pytest.Config) -> bool:

@@ -44,7 +44,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from conformance.front import forward, interrupt
+from conformance.front import forward, interrupt, option_table
 from conformance.front.forward import LIVE, Plan, Shared
 from conformance.judging.document.contract import Contract
 from conformance.judging.document.spec import Spec
@@ -66,10 +66,10 @@ DRAIN_TIMEOUT = 60.0
 JUDGE_NICE = 5
 #: Why an exchange queued when the proxy stopped was not judged.
 STOPPED = "still queued when the proxy stopped"
-#: The largest answer copied for the judge (the suite's own --max-body-bytes default).
-MAX_BODY_BYTES = 16 * 1024 * 1024
+#: The largest answer copied for the judge (--max-body-bytes's default, the suite's own).
+MAX_BODY_BYTES = option_table.MAX_BODY_BYTES
 #: The bytes of all answers copied for the judge at once (being recorded or queued).
-MAX_HELD = 256 * 1024 * 1024
+MAX_HELD = option_table.MAX_HELD_BYTES
 #: How long the forwarding process may take to start (a spawned interpreter).
 START_TIMEOUT = 30.0
 
@@ -305,44 +305,13 @@ def _fields(plan: Plan) -> dict[str, Any]:
 
 
 def parser() -> argparse.ArgumentParser:
-    from conformance.front.traffic_cli import add_common
-
     p = argparse.ArgumentParser(
         prog=PROG,
         description="A reverse proxy that forwards every request to --upstream unchanged, "
         "streams every answer back as it arrives, and judges the traffic with the suite's "
         f"requirements: live verdict at {LIVE}/ and {LIVE}/verdict.json, reports on exit.",
     )
-    p.add_argument("--upstream", required=True, metavar="URL", help="where requests go")
-    p.add_argument(
-        "--listen",
-        default="127.0.0.1:8080",
-        metavar="HOST:PORT",
-        help="where clients connect (default 127.0.0.1:8080)",
-    )
-    p.add_argument(
-        "--sample",
-        type=float,
-        default=1.0,
-        metavar="RATE",
-        help="share of the operation's requests judged, 0..1 (default 1)",
-    )
-    p.add_argument("--har", metavar="FILE", help="also write the judged exchanges as HAR 1.2")
-    p.add_argument(
-        "--max-body-bytes",
-        type=int,
-        default=MAX_BODY_BYTES,
-        metavar="N",
-        help="larger answers are forwarded but not judged (default 16 MiB)",
-    )
-    p.add_argument(
-        "--max-held-bytes",
-        type=int,
-        default=MAX_HELD,
-        metavar="N",
-        help="most bytes of answers held for the judge at once (default 256 MiB)",
-    )
-    add_common(p)
+    option_table.add_arguments(p, option_table.PROXY, first=(option_table.FORWARDING,))
     return p
 
 

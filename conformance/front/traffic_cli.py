@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from conformance.front import option_table
 from conformance.judging.document.contract import DEFAULT_CONTRACT, Contract
 from conformance.judging.verdict.outcomes import BAD_INPUT
 
@@ -37,33 +38,8 @@ def parser() -> argparse.ArgumentParser:
         "verdict.json and traffic.html.",
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="HAR, transcript (.json) or JSONL")
-    add_common(p)
+    option_table.add_arguments(p, option_table.JUDGE)
     return p
-
-
-def add_common(p: argparse.ArgumentParser) -> None:
-    """The options ``judge`` and ``proxy`` share: the document and where reports go."""
-    p.add_argument(
-        "--spec",
-        default="aihubmix",
-        metavar="NAME|PATH",
-        help="the document "
-        "to judge against: nscale, aihubmix, openai, a path or a URL (default aihubmix)",
-    )
-    p.add_argument("--strict-spec", action="store_true", help="no errata, no policies")
-    p.add_argument(
-        "--contract",
-        choices=[c.value for c in Contract],
-        default=DEFAULT_CONTRACT.value,
-        help=f"how the document binds the target (default {DEFAULT_CONTRACT.value}; "
-        "see completions-conformance --help)",
-    )
-    p.add_argument(
-        "--report-dir",
-        default="reports/out",
-        metavar="DIR",
-        help="where the reports go (default reports/out)",
-    )
 
 
 def judge_files(

@@ -55,7 +55,7 @@ DECODABLE = ("gzip", "x-gzip", "deflate")
 #: What one SSE event costs beyond its data bytes (the SSEEvent, its str and float).
 EVENT_OVERHEAD = 160
 #: The default number of sends allowed in flight of a Client built directly (the command
-#: line's --concurrency default is options.DEFAULT_CONCURRENCY, 16).
+#: line's --concurrency default is option_table.DEFAULT_CONCURRENCY, 16).
 DEFAULT_CONCURRENCY = 8
 
 

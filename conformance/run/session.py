@@ -47,7 +47,7 @@ class Settings:
     skip_checks: tuple[str, ...] = ()
     # Requirements failing in the --baseline run: reported, but they fail no test.
     known_failures: frozenset[str] = frozenset()
-    # Requests in flight at once (the command line's default is options.DEFAULT_CONCURRENCY,
+    # Requests in flight at once (the command line's default is option_table.DEFAULT_CONCURRENCY,
     # 16; the engine's own is serial).
     concurrency: int = 1
     # Capabilities the target must offer (--require-capabilities).
