@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from conformance.front.runner import run_suite as run_suite
     from conformance.judging.document.spec import Spec as Spec
     from conformance.judging.document.spec import SpecError as SpecError
-    from conformance.judging.document.spec import load_spec as load_spec
     from conformance.judging.exceptions import ConformanceError as ConformanceError
     from conformance.judging.requirements import Context as Context
     from conformance.judging.requirements import Level as Level
@@ -58,6 +57,7 @@ if TYPE_CHECKING:
     from conformance.run.client import Client as Client
     from conformance.run.engine import Run as Run
     from conformance.run.engine import execute as execute
+    from conformance.run.fetch import load_spec as load_spec
     from conformance.run.item import ItemRun as ItemRun
     from conformance.run.scenarios import SCENARIOS as SCENARIOS
     from conformance.run.scenarios import Scenario as Scenario
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 __version__ = VERSION
 
 _EXPORTS = {
-    "load_spec": "conformance.judging.document.spec",
+    "load_spec": "conformance.run.fetch",
     "Spec": "conformance.judging.document.spec",
     "SpecError": "conformance.judging.document.spec",
     "Case": "conformance.judging.wire.case",

@@ -3,6 +3,7 @@
 A provider's team opens it when the gate fails (what broke, with a reproducer); a buyer
 opens it when choosing a vendor (verdict, scores, capabilities). All target-supplied text
 reaches the page through the autoescaping template, never through string concatenation.
+The comparison of several runs (``conformance-compare --html``) is rendered here the same way.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from conformance.judging.verdict.results import (
 )
 from conformance.judging.verdict.run_info import RunInfo
 from conformance.judging.verdict.verdict import Coverage
+from conformance.reports.matrix import DIFFER_LEGEND, SCORES_LEGEND, Comparison
 from conformance.reports.render import render
 from conformance.reports.summary import (
     ERROR,
@@ -213,3 +215,15 @@ def write_html(results: Results, path: Path) -> Path:
     """Write the HTML report of ``results`` at ``path``."""
     path.write_text(render_html(results), encoding="utf-8")
     return path
+
+
+def comparison_html(comparison: Comparison) -> str:
+    """The comparison as one self-contained HTML document."""
+    return render(
+        "compare.html.j2",
+        c=comparison,
+        offered_legend=OFFERED_LEGEND,
+        scores_legend=SCORES_LEGEND,
+        differ_legend=DIFFER_LEGEND,
+        schema_version=RESULTS_SCHEMA_VERSION,
+    )

@@ -1,7 +1,7 @@
 """The comparison of several runs: requirement × target, capabilities side by side, scores.
 
-Pure data, no I/O and no markup: ``conformance.reports.compare`` loads the runs and renders this as
-HTML or Markdown.
+Pure data, no I/O and no markup: ``conformance.front.compare`` loads the runs, and
+``reports/html.py`` and ``reports/markdown.py`` render this as HTML or Markdown.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from conformance.front.compare import InputError, load_results
 from conformance.judging.verdict.attribution import attribute
 from conformance.judging.verdict.decision import decide, recorded_record
 from conformance.judging.verdict.outcomes import BAD_INPUT
@@ -30,7 +31,6 @@ from conformance.judging.verdict.results import Results
 from conformance.judging.verdict.verdict import Verdict
 from conformance.reports import write_all
 from conformance.reports.baseline import check_baseline, compare_to_baseline
-from conformance.reports.compare import InputError, load_results
 
 PROG = "conformance-merge"
 

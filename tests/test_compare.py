@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from conformance.front.compare import main
 from conformance.judging.verdict.outcomes import BAD_INPUT
 from conformance.judging.verdict.results import Results
-from conformance.reports.compare import main
 from conformance.reports.markdown import cell
 from conformance.reports.matrix import (
     DESELECTED,

@@ -184,3 +184,60 @@ def test_the_checker_sees_an_upward_arrow_and_a_cycle() -> None:
 @pytest.mark.parametrize("name", LAYERS)
 def test_each_layer_is_a_folder(name: str) -> None:
     assert (PACKAGE / name / "__init__.py").is_file()
+
+
+#: Modules that talk to a server: the judge core imports none of them (ARCHITECTURE.md:
+#: judging judges bytes already received; a document at a URL is fetched by run/fetch.py).
+HTTP_MODULES = (
+    "httpx",
+    "requests",
+    "aiohttp",
+    "urllib3",
+    "openai",
+    "http.client",
+    "urllib.request",
+)
+
+
+def http_imports(path: Path) -> set[str]:
+    """The HTTP modules of ``HTTP_MODULES`` that the module at ``path`` imports (anywhere)."""
+    named: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            named |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            named |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
+    return {
+        http
+        for name in named
+        for http in HTTP_MODULES
+        if name == http or name.startswith(http + ".")
+    }
+
+
+def test_the_judge_core_speaks_no_http() -> None:
+    found = sorted(
+        f"{name} imports {http}"
+        for name, path in modules().items()
+        if layer(name) == LAYERS.index("judging")
+        for http in http_imports(path)
+    )
+    assert not found, "only run/ talks to a server (run/fetch.py fetches documents): " + (
+        "; ".join(found)
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "seen"),
+    [
+        ("import httpx", {"httpx"}),
+        ("def f():\n    from httpx import Client", {"httpx"}),
+        ("from urllib import request", {"urllib.request"}),
+        ("import http.client", {"http.client"}),
+        ("from urllib.parse import urlsplit\nfrom http import HTTPStatus", set()),
+    ],
+)
+def test_the_http_check_sees_an_http_import(tmp_path: Path, source: str, seen: set[str]) -> None:
+    path = tmp_path / "module.py"
+    path.write_text(source + "\n", encoding="utf-8")
+    assert http_imports(path) == seen

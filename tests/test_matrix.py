@@ -229,7 +229,7 @@ def test_the_workflow_runs_the_tier_per_server_and_merges_with_matrix_py() -> No
     assert merge["if"] == "always()"
     merge_runs = "\n".join(s.get("run", "") for s in merge["steps"])
     assert "python tools/real_targets/matrix.py" in merge_runs
-    assert "conformance.reports.compare" in merge_runs
+    assert "conformance.front.compare" in merge_runs
     assert '>> "$GITHUB_STEP_SUMMARY"' in merge_runs
     assert any("download-artifact" in s.get("uses", "") for s in merge["steps"])
     published = [s for s in merge["steps"] if "upload-artifact" in s.get("uses", "")]

@@ -19,13 +19,13 @@ from fastapi_document import FIXTURE
 from test_reports import make_results
 
 from conformance import reports
+from conformance.front.catalogue import render_catalogue
 from conformance.front.proofs import EXACT_FILE, PROOFS_FILE, unproven
 from conformance.judging.checks import load_checks
 from conformance.judging.document.errata import CONVENTIONS, Convention
 from conformance.judging.document.spec import BUILTIN_SPECS, load_spec
 from conformance.judging.requirements import REGISTRY, Context, Level, Violation, requirement
 from conformance.judging.verdict.results import Results
-from conformance.reports.catalogue import render_catalogue
 
 ROOT = Path(__file__).resolve().parents[1]
 ARCHITECTURE = ROOT / "ARCHITECTURE.md"
@@ -96,7 +96,7 @@ def test_a_new_requirement_enters_the_generated_catalogue(toy_requirement: str) 
     # So docs/requirements.md is stale until the recipe's regeneration step is run
     # (tests/test_reports.py names the command).
     assert toy_requirement in render_catalogue()
-    assert "python -m conformance.reports.catalogue --write" in recipe("Add a requirement")
+    assert "python -m conformance.front.catalogue --write" in recipe("Add a requirement")
 
 
 def test_every_registered_requirement_is_proven() -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from conformance.front.demo import demo_results
 from conformance.reports import write_html
-from conformance.reports.demo import demo_results
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 WIDTH, HEIGHT = 1280, 2000

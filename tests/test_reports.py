@@ -11,13 +11,13 @@ import pytest
 from support import API_KEY, MODEL, Targets, capability_table, set_meta
 
 from conformance import reports
+from conformance.front.catalogue import render_catalogue
 from conformance.judging.requirements import Level, Requirement
 from conformance.judging.verdict.outcomes import MEANINGS
 from conformance.judging.verdict.results import Finding, Results
 from conformance.judging.wire.case import Case
 from conformance.judging.wire.exchange import Exchange, Headers, SSEEvent
 from conformance.reports.baseline import BaselineDiff, compare_to_baseline
-from conformance.reports.catalogue import render_catalogue
 from conformance.reports.html import render_html
 from conformance.reports.junit import build_junit
 from conformance.reports.schema import results_schema, schema_errors
@@ -426,7 +426,7 @@ def test_requirement_catalogue_is_up_to_date() -> None:
     current = path.read_text(encoding="utf-8") if path.exists() else ""
     assert current == render_catalogue(), (
         "docs/requirements.md is out of date with the requirement registry: "
-        "run `python -m conformance.reports.catalogue --write` from the repository root"
+        "run `python -m conformance.front.catalogue --write` from the repository root"
     )
 
 
@@ -455,7 +455,7 @@ def test_catalogue_lists_every_registered_requirement() -> None:
 
 @pytest.mark.parametrize("text", ["a|b", "two\nlines"])
 def test_catalogue_cells_keep_the_table_intact(text: str) -> None:
-    from conformance.reports.catalogue import _cell
+    from conformance.reports.requirement_table import _cell
 
     assert "\n" not in _cell(text)
     assert "|" not in _cell(text).replace("\\|", "")
@@ -497,7 +497,7 @@ def test_bodies_are_indented_only_when_nothing_is_lost(text: str, pretty: bool) 
 
 
 def test_catalogue_command_writes_and_checks(tmp_path: Path) -> None:
-    from conformance.reports.catalogue import main
+    from conformance.front.catalogue import main
 
     path = tmp_path / "requirements.md"
     assert main(["--check", "--path", str(path)]) == 1  # missing counts as out of date
@@ -507,7 +507,7 @@ def test_catalogue_command_writes_and_checks(tmp_path: Path) -> None:
 
 
 def test_demo_command_writes_every_report(tmp_path: Path) -> None:
-    from conformance.reports.demo import main
+    from conformance.front.demo import main
 
     assert main([str(tmp_path)]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [

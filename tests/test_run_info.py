@@ -12,12 +12,12 @@ import json
 from pathlib import Path
 
 import conformance
+from conformance.front.demo import demo_results
 from conformance.judging.verdict.examples import Example, Outcome
 from conformance.judging.verdict.outcomes import Word
 from conformance.judging.verdict.results import Results
 from conformance.judging.verdict.run_info import RunInfo, SentAlone
 from conformance.judging.verdict.verdict import Verdict
-from conformance.reports.demo import demo_results
 
 
 def test_a_failing_run_with_evidence_round_trips_byte_for_byte() -> None:

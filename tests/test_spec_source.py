@@ -23,11 +23,11 @@ from starlette.routing import Route
 from support import meta_of
 
 from conformance.front.runner import assemble, run_suite
-from conformance.judging.document.spec import SpecError, load_spec, specs_dir
-from conformance.judging.document.spec_source import HANDOFF_ENV, Fetch
+from conformance.judging.document.spec import SpecError, specs_dir
 from conformance.reference import ReferenceServer
 from conformance.run.assembly import BadInput
 from conformance.run.client import Limits
+from conformance.run.fetch import HANDOFF_ENV, Fetch, load_spec
 from conformance.run.session import Settings, Setup
 
 KEY = "sk-docs-" + "c0ffee" * 4

@@ -472,7 +472,7 @@ def test_a_transcript_is_re_judged_under_the_spec_it_was_recorded_with(
     import promote_transcript
     import record_transcripts
 
-    from conformance.judging.document.spec_source import HANDOFF_ENV, Fetch
+    from conformance.run.fetch import HANDOFF_ENV, Fetch, load_spec
 
     monkeypatch.delenv(HANDOFF_ENV, raising=False)
     given = {k: v for k, v in RECORDED.items() if k != "kind"}

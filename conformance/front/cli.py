@@ -174,7 +174,7 @@ def _merge(args: list[str]) -> int:
 
 
 def _compare(args: list[str]) -> int:
-    from conformance.reports.compare import main
+    from conformance.front.compare import main
 
     return main(args)
 

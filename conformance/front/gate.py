@@ -184,7 +184,7 @@ def merge(shards: list[Shard], report_dir: Path, baseline: str | None) -> tuple[
 
 def verdict_of(report_dir: Path) -> str:
     """The verdict word of the run whose results.json is in report_dir."""
-    from conformance.reports.compare import load_results
+    from conformance.front.compare import load_results
     from conformance.reports.summary import verdict_of as recorded
 
     return recorded(load_results(report_dir / "results.json")).word

@@ -324,8 +324,9 @@ def main(
     argv: list[str] | None = None, *, out: TextIO = sys.stdout, err: TextIO = sys.stderr
 ) -> int:
     args = parser().parse_args(argv)
-    from conformance.judging.document.spec import SpecError, load_spec
+    from conformance.judging.document.spec import SpecError
     from conformance.reports.traffic import write_traffic_reports
+    from conformance.run.fetch import load_spec
 
     problem = None
     if not 0 <= args.sample <= 1:

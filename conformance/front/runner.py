@@ -35,7 +35,7 @@ class FileBaseline:
 
     @classmethod
     def read(cls, path: str) -> FileBaseline:
-        from conformance.reports.compare import InputError, load_results
+        from conformance.front.compare import InputError, load_results
 
         try:
             return cls(path, load_results(Path(path)))

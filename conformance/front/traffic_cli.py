@@ -51,9 +51,9 @@ def judge_files(
 ) -> tuple[TrafficJudge, int]:
     """Judge every entry of ``paths``; the judge, and how many entries went wrong. Raises
     the BadEntry of the first file that cannot be read at all, before judging anything."""
-    from conformance.judging.document.spec import load_spec
     from conformance.judging.traffic_judge import TrafficJudge
     from conformance.judging.wire.traffic import BadEntry, operation_of, read
+    from conformance.run.fetch import load_spec
 
     spec = load_spec(spec_name, strict=strict, contract=contract)
     wanted = operation_of(spec)

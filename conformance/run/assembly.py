@@ -21,10 +21,8 @@ from conformance.judging.document.spec import (
     OPERATION_PATH,
     Spec,
     SpecError,
-    load_spec,
 )
 from conformance.judging.document.spec_notes import document_meta, registry
-from conformance.judging.document.spec_source import Fetch
 from conformance.judging.exceptions import ConformanceError
 from conformance.judging.verdict.attribution import attribute
 from conformance.judging.verdict.decision import decide
@@ -34,6 +32,7 @@ from conformance.judging.verdict.verdict import Verdict
 from conformance.judging.version import VERSION
 from conformance.run.client import Client, Pacer, RetryPolicy
 from conformance.run.engine import Run
+from conformance.run.fetch import Fetch, load_spec
 from conformance.run.item import no_verdict_reason
 from conformance.run.preflight import PreflightFailed, base_url, preflight
 from conformance.run.session import Settings, Setup, record_of

@@ -30,10 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from targets import ALL_SPECS, TARGETS
 
+from conformance.front.compare import load_results
 from conformance.judging.verdict.examples import Outcome
 from conformance.judging.verdict.results import Results
 from conformance.reports import matrix as compared
-from conformance.reports.compare import load_results
 from conformance.reports.render import environment
 
 #: The matrix's own format version: bump it when the cells or the columns change meaning.

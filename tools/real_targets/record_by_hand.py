@@ -26,10 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import transcript
 
-from conformance.judging.document.spec import BUILTIN_SPECS, load_spec
-from conformance.judging.document.spec_source import Fetch
+from conformance.judging.document.spec import BUILTIN_SPECS
 from conformance.judging.wire.case import Case
 from conformance.judging.wire.exchange import Exchange, Headers
+from conformance.run.fetch import Fetch, load_spec
 
 
 def record(url: str, bodies: list[dict[str, object]], label: str) -> list[Exchange]:

@@ -207,7 +207,7 @@ def compare(work: Work) -> None:
         log("no results to compare")
         return
     cmd = [
-        work.python, "-m", "conformance.reports.compare", *[str(path) for _, path in done],
+        work.python, "-m", "conformance.front.compare", *[str(path) for _, path in done],
         "--html", str(work.results / "matrix.html"), "--md", str(work.results / "matrix.md"),
         "--names", ",".join(name for name, _ in done),
     ]  # fmt: skip

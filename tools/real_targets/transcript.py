@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from conformance.judging.document.spec import BUILTIN_SPECS, TARGET_SPEC, Spec, SpecError, load_spec
-from conformance.judging.document.spec_source import HANDOFF_ENV, is_url
+from conformance.judging.document.spec_source import is_url
 from conformance.judging.wire.exchange import Exchange
 from conformance.judging.wire.wire import exchange_from_transcript
+from conformance.run.fetch import HANDOFF_ENV
 
 FORMAT = 1
 REDACTED = "[REDACTED]"
@@ -106,7 +107,7 @@ DOCUMENTS = "documents"
 def run_document(spec: str) -> tuple[Path, str] | None:
     """The file and origin of the document a suite run in this process judges by, for a
     ``--spec`` that is not vendored: the path itself, or the copy the suite keeps of a
-    fetched one (``--spec target`` or a URL; spec_source hands it to xdist workers)."""
+    fetched one (``--spec target`` or a URL; run/fetch.py hands it to xdist workers)."""
     if spec in BUILTIN_SPECS:
         return None
     if spec == TARGET_SPEC or is_url(spec):

@@ -1,7 +1,8 @@
 """The contract: one OpenAPI document, loaded, resolved and corrected by errata.
 
 A :class:`Spec` is built once per run from a vendored document, a path or a URL
-(conformance/judging/document/spec_source.py reads and caches it). It finds the completions operation
+(conformance/judging/document/spec_source.py reads and caches it; a URL's bytes are
+fetched by conformance/run/fetch.py, the core speaks no HTTP). It finds the completions operation
 where OpenAPI puts it, a server URL's path followed by a path key (``/v1`` +
 ``/completions`` in OpenAI's document), inlines the ``$ref`` of that operation only, and
 exposes what the strategies and checks need: the request schema, the JSON and
@@ -44,20 +45,17 @@ from conformance.judging.document.errata import (
 from conformance.judging.document.policies import REQUEST_ID_HEADER, Policy, active_policies
 from conformance.judging.document.spec_errata import apply_errata, compile_validator
 from conformance.judging.document.spec_source import (
-    Fetch,
     Source,
     SourceError,
-    fetch_source,
     file_source,
     is_url,
     parse,
-    target_source,
 )
 from conformance.judging.exceptions import ConformanceError
 
 OPERATION_PATH = "/v1/completions"
 BUILTIN_SPECS = ("nscale", "aihubmix", "openai")
-#: ``--spec target``: the document the target publishes (spec_source.TARGET_DOCUMENT_PATHS).
+#: ``--spec target``: the document the target publishes (run/fetch.py's TARGET_DOCUMENT_PATHS).
 TARGET_SPEC = "target"
 
 Schema = dict[str, Any]
@@ -75,15 +73,17 @@ def specs_dir() -> Path:
     return Path(__file__).resolve().parents[3] / "specs"
 
 
-def read_source(name_or_path: str, fetch: Fetch | None = None) -> Source:
-    """The document's bytes: a vendored name, a path, an http(s) URL or ``target``."""
+def read_source(name_or_path: str) -> Source:
+    """The document's bytes: a vendored name or a path (the core speaks no HTTP: a URL or
+    ``target`` is fetched by conformance/run/fetch.py, whose ``load_spec`` is the public one)."""
     try:
         if name_or_path in BUILTIN_SPECS:
             return file_source(specs_dir() / f"{name_or_path}.yaml", name_or_path)
-        if name_or_path == TARGET_SPEC:
-            return target_source(fetch or Fetch())
-        if is_url(name_or_path):
-            return fetch_source(name_or_path, fetch or Fetch())
+        if name_or_path == TARGET_SPEC or is_url(name_or_path):
+            raise SpecError(
+                f"spec {name_or_path!r} is fetched over HTTP: load it with conformance.load_spec "
+                "(conformance.run.fetch), not with the judge core's"
+            )
         path = Path(name_or_path)
         if path.suffix not in (".yaml", ".yml", ".json") and not path.exists():
             raise SpecError(
@@ -96,16 +96,16 @@ def read_source(name_or_path: str, fetch: Fetch | None = None) -> Source:
 
 
 def load_spec(
-    name_or_path: str,
-    *,
-    strict: bool = False,
-    fetch: Fetch | None = None,
-    contract: Contract = DEFAULT_CONTRACT,
+    name_or_path: str, *, strict: bool = False, contract: Contract = DEFAULT_CONTRACT
 ) -> Spec:
-    """Load a vendored spec by name (``nscale``, ``aihubmix``, ``openai``), any document by
-    path or http(s) URL, or ``target`` (the target's own ``/openapi.json``; ``fetch``
-    says how to reach it), to be judged under ``contract`` (conformance/judging/document/contract.py)."""
-    source = read_source(name_or_path, fetch)
+    """Load a vendored spec by name (``nscale``, ``aihubmix``, ``openai``) or any document
+    by path, to be judged under ``contract`` (conformance/judging/document/contract.py).
+    A URL or ``target``: ``conformance.load_spec`` (conformance/run/fetch.py)."""
+    return spec_of(read_source(name_or_path), strict=strict, contract=contract)
+
+
+def spec_of(source: Source, *, strict: bool = False, contract: Contract = DEFAULT_CONTRACT) -> Spec:
+    """The Spec of a document's bytes, read from a file here or fetched (run/fetch.py)."""
     try:
         document = parse(source, slim_document)
     except SourceError as exc:

@@ -1,6 +1,6 @@
 """A realistic synthetic run, to preview the reports without a target.
 
-``python -m conformance.reports.demo OUTDIR`` writes every report of a made-up run against a faulty
+``python -m conformance.front.demo OUTDIR`` writes every report of a made-up run against a faulty
 gateway. The exchanges go through ``Results.record`` as in a real run, so the evidence
 has the shape the suite produces (curl command, transcript timings, redacted headers).
 """
@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     """Write the demo run's reports into OUTDIR."""
     from conformance.reports import write_all
 
-    parser = argparse.ArgumentParser(prog="python -m conformance.reports.demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m conformance.front.demo", description=__doc__)
     parser.add_argument("outdir", type=Path)
     parser.add_argument("--passing", action="store_true", help="a run without failures")
     args = parser.parse_args(argv)

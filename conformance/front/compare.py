@@ -6,6 +6,11 @@ Writes the requirement × target matrix, the capabilities side by side and a sco
 target as HTML and/or Markdown; with neither option, prints the Markdown. Bad input (a
 missing file, not JSON, another schema_version, not a results document) ends with one
 ``conformance-compare: error: ...`` line on stderr and exit status 4 (bad input, as every front door: judging/verdict/outcomes.py).
+
+The command line lives here; the pages are the reports layer's (``reports/matrix.py`` the
+data, ``reports/markdown.py`` and ``reports/html.py`` the renderings). ``load_results``
+reads one results.json back for every door that takes one (``--baseline``, the gate,
+``conformance-merge``).
 """
 
 from __future__ import annotations
@@ -18,11 +23,10 @@ from pathlib import Path
 from conformance.judging.exceptions import ConformanceError
 from conformance.judging.verdict.outcomes import BAD_INPUT
 from conformance.judging.verdict.results import RESULTS_SCHEMA_VERSION, Results
+from conformance.reports.html import comparison_html
 from conformance.reports.markdown import comparison_markdown
-from conformance.reports.matrix import DIFFER_LEGEND, SCORES_LEGEND, Comparison, compare
-from conformance.reports.render import render
+from conformance.reports.matrix import compare
 from conformance.reports.schema import schema_errors
-from conformance.reports.summary import OFFERED_LEGEND
 
 PROG = "conformance-compare"
 
@@ -71,18 +75,6 @@ def display_names(paths: list[Path], runs: list[Results], names: str | None) -> 
         return targets
     # Same target twice (e.g. two runs of the embedded reference): tell them apart by file.
     return [f"{t} ({p.name})" for t, p in zip(targets, paths, strict=True)]
-
-
-def comparison_html(comparison: Comparison) -> str:
-    """The comparison as one self-contained HTML document."""
-    return render(
-        "compare.html.j2",
-        c=comparison,
-        offered_legend=OFFERED_LEGEND,
-        scores_legend=SCORES_LEGEND,
-        differ_legend=DIFFER_LEGEND,
-        schema_version=RESULTS_SCHEMA_VERSION,
-    )
 
 
 def _parser() -> argparse.ArgumentParser:

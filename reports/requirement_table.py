@@ -1,38 +1,22 @@
-"""The requirement catalogue (``docs/requirements.md``), generated from the registry.
+"""The requirement catalogue (``docs/requirements.md``) rendered: every requirement, by area.
 
-    python -m conformance.reports.catalogue            # print it
-    python -m conformance.reports.catalogue --write    # rewrite docs/requirements.md (run from the repo root)
-    python -m conformance.reports.catalogue --check    # exit 1 when docs/requirements.md is out of date
-
-``tests/test_reports.py`` fails when the file and the registry disagree, so the catalogue
-cannot drift as requirements are added.
+A function of typed objects only: the registered requirements and the vendored documents
+they are judged under, gathered by the command that prints, writes or checks the file
+(``python -m conformance.front.catalogue``).
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-from pathlib import Path
+from collections.abc import Sequence
 
-from conformance.judging.checks import load_checks
-from conformance.judging.document.contract import DEFAULT_CONTRACT, Contract
-from conformance.judging.document.spec import Spec, load_spec, specs_dir
-from conformance.judging.requirements import REGISTRY, Requirement
+from conformance.judging.document.spec import Spec
+from conformance.judging.requirements import Requirement
 from conformance.reports.summary import LEVELS, areas_of
-
-DEFAULT_PATH = Path("docs/requirements.md")
-COMMAND = "python -m conformance.reports.catalogue --write"
 
 
 def _cell(text: str) -> str:
     # Registry text is ours, not the target's: only keep the table intact.
     return " ".join(text.replace("|", "\\|").split())
-
-
-def _documents(contract: Contract = DEFAULT_CONTRACT) -> list[Spec]:
-    """The vendored documents, each as the suite loads it (errata applied)."""
-    paths = sorted(specs_dir().glob("*.yaml"))
-    return [load_spec(path.stem, contract=contract) for path in paths]
 
 
 def _level(requirement: Requirement, spec: Spec, alone: Spec) -> str:
@@ -45,13 +29,17 @@ def _level(requirement: Requirement, spec: Spec, alone: Spec) -> str:
     return cell
 
 
-def render_catalogue() -> str:
-    """Every registered requirement (ID, level and evidence under each vendored document,
-    statement, source), by area."""
-    load_checks()
-    requirements: list[Requirement] = list(REGISTRY.values())
-    documents = _documents()
-    alone = _documents(Contract.DOCUMENT)
+def catalogue_markdown(
+    requirements: Sequence[Requirement],
+    documents: Sequence[Spec],
+    alone: Sequence[Spec],
+    *,
+    command: str,
+) -> str:
+    """Every requirement (ID, level and evidence under each document, statement, source),
+    by area. ``documents``: each vendored document under the default contract; ``alone``:
+    the same documents under the document contract, in the same order; ``command``: what
+    regenerates the file, named in its header."""
 
     def count(spec: Spec) -> str:
         return ", ".join(
@@ -68,7 +56,7 @@ def render_catalogue() -> str:
     lines = [
         "# Requirement catalogue",
         "",
-        f"<!-- Generated from the requirement registry by `{COMMAND}`; do not edit. -->",
+        f"<!-- Generated from the requirement registry by `{command}`; do not edit. -->",
         "",
         f"{len(requirements)} requirements ({'; '.join(counts)}). A MUST failure fails the "
         "run; a SHOULD failure fails it only with `--strict-should`; a CAPABILITY the target "
@@ -108,31 +96,3 @@ def render_catalogue() -> str:
             for r in in_area
         ]
     return "\n".join(lines) + "\n"
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Print, write or check the catalogue."""
-    parser = argparse.ArgumentParser(
-        prog="python -m conformance.reports.catalogue", description=__doc__
-    )
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--write", action="store_true", help="rewrite the catalogue file")
-    mode.add_argument("--check", action="store_true", help="exit 1 when it is out of date")
-    parser.add_argument("--path", type=Path, default=DEFAULT_PATH, help=f"default {DEFAULT_PATH}")
-    args = parser.parse_args(argv)
-    text = render_catalogue()
-    if args.write:
-        args.path.write_text(text, encoding="utf-8")
-        print(f"wrote {args.path}")
-    elif args.check:
-        current = args.path.read_text(encoding="utf-8") if args.path.exists() else ""
-        if current != text:
-            print(f"{args.path} is out of date: run {COMMAND}", file=sys.stderr)
-            return 1
-    else:
-        sys.stdout.write(text)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
