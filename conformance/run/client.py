@@ -1,4 +1,4 @@
-"""The only module that speaks HTTP: sends a Case, returns an Exchange.
+"""The suite's HTTP client to the target: sends a Case, returns an Exchange.
 
 Everything the target sends is read incrementally under bounds (time to first byte, gap
 between reads, total time, bytes, events), so a hostile target yields an Exchange naming
