@@ -19,8 +19,9 @@ How the plugin's ``--baseline FILE`` uses it (the plugin owns the option and the
 A fingerprint is ``REQUIREMENT|request class|path|message`` (conformance.judging.verdict.fingerprint): it
 names a defect, not the generated request that showed it, so a baseline keeps its defects
 known at another ``--seed`` or ``--max-examples``. What the baseline was taken with (seed,
-example count, suite version) is compared and a difference is one warning line; a
-baseline of an older suite, whose fingerprints named generated requests, is refused.
+example count, suite version, every option of ``meta.options``) is compared: a difference
+in what is sent is one warning line, one in how it is judged another; a baseline of an
+older suite, whose fingerprints named generated requests, is refused.
 A requirement "fails" here when at least one exchange failed it, whatever its level; the
 level filter belongs to the verdict, not to the diff.
 """
@@ -30,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from conformance.judging.verdict.fingerprint import is_current
+from conformance.judging.verdict.recorded_options import JUDGED, SENT, differences
 from conformance.judging.verdict.results import Results, Tally
 from conformance.judging.verdict.run_info import BaselineDiff
 
@@ -147,6 +149,11 @@ def check_baseline(
             f"the baseline was taken with {differs}: its defects are matched by fingerprint, "
             "but requests it never drew may find more"
         )
+    if judged := differences(this_run, theirs, JUDGED):
+        warnings.append(
+            f"the baseline was judged with {', '.join(judged)}: a failure new or fixed "
+            "against it may come from the judging, not from the target"
+        )
     return errors, warnings
 
 
@@ -157,4 +164,6 @@ def taken_with_differences(mine: Mapping[str, object], theirs: Mapping[str, obje
         now, before = mine.get(key), theirs.get(key)
         if now is not None and before is not None and now != before:
             parts.append(f"{option} {before} (this run: {now})")
+    # The other options that change what is sent (meta.options), each compared once.
+    parts += differences(mine, theirs, SENT, skip=(option for _, option in TAKEN_WITH))
     return ", ".join(parts)

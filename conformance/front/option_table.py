@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from conformance.front.arguments import INTEGER, NUMBER, one_of
 from conformance.judging.document.contract import CONTRACT_HELP, DEFAULT_CONTRACT, Contract
 from conformance.judging.document.policies import strict_help
+from conformance.judging.verdict.recorded_options import JUDGED, KINDS, SENT
 
 if TYPE_CHECKING:
     from conformance.run.session import Setup
@@ -49,10 +50,10 @@ TRAFFIC = frozenset({JUDGE, PROXY})
 LENIENT = frozenset({PYTEST, RUN})
 
 # -- what results.json records of an option ----------------------------------------------
-SENT = "sent"  # meta.options.sent[flag]: it changes which requests are sent
-JUDGED = "judged"  # meta.options.judged[flag]: it changes how answers are judged or decided
+# SENT: meta.options.sent[flag], it changes which requests are sent; JUDGED:
+# meta.options.judged[flag], it changes how answers are judged or the verdict decided.
 IDENTITY = "identity"  # a meta field of its own (``at``), compared by the baseline check
-RECORDED = (SENT, JUDGED)
+RECORDED = KINDS
 
 # -- the help groups, in the order a new user needs them -----------------------------------
 TARGET = "target: what is tested"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from conformance.judging.verdict.events import Listener, RunFinished, RunStarted
 from conformance.judging.verdict.results import Results
@@ -32,13 +32,18 @@ class FileBaseline:
 
     path: str
     results: Results
+    #: What this run records of its options (results.json ``meta.options``), compared with
+    #: what the baseline recorded.
+    options: Mapping[str, Mapping[str, Any]] | None = None
 
     @classmethod
-    def read(cls, path: str) -> FileBaseline:
+    def read(
+        cls, path: str, options: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> FileBaseline:
         from conformance.front.compare import InputError, load_results
 
         try:
-            return cls(path, load_results(Path(path)))
+            return cls(path, load_results(Path(path)), options)
         except InputError as exc:
             raise BadInput(f"--baseline {exc}") from None
 
@@ -49,6 +54,8 @@ class FileBaseline:
     def admit(self, this_run: Mapping[str, object]) -> list[str]:
         from conformance.reports.baseline import check_baseline
 
+        if self.options is not None:
+            this_run = {**this_run, "options": self.options}
         refused, warnings = check_baseline(this_run, self.results)
         if refused:
             raise BadInput(f"--baseline {self.path}: {refused[0]}")
@@ -61,9 +68,17 @@ class FileBaseline:
 
 
 def assemble(setup: Setup) -> Assembled:
-    """The run ``setup`` asks for, its --baseline read; BadInput when it cannot start."""
-    baseline = FileBaseline.read(setup.baseline) if setup.baseline else None
-    return assemble_run(setup, baseline)
+    """The run ``setup`` asks for, its --baseline read; BadInput when it cannot start.
+    results.json records every option that changes what is sent or how it is judged
+    (``meta.options``, conformance/front/option_table.py), and a baseline that recorded
+    another value of one is a warning."""
+    from conformance.front.option_table import recorded
+
+    options = recorded(setup)
+    baseline = FileBaseline.read(setup.baseline, options) if setup.baseline else None
+    assembled = assemble_run(setup, baseline)
+    assembled.results.info.update(options=options)
+    return assembled
 
 
 def finish(

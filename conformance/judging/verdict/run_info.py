@@ -236,6 +236,11 @@ _READ: dict[str, Any] = {
     "client": lambda v: dict(v) if isinstance(v, Mapping) else None,
     "traffic": lambda v: TrafficCounts.from_json(v) if isinstance(v, Mapping) else None,
     "skipped_scenarios": lambda v: tuple(dict(e) for e in v or () if isinstance(e, Mapping)),
+    "options": lambda v: (
+        {str(k): dict(o) for k, o in v.items() if isinstance(o, Mapping)}
+        if isinstance(v, Mapping)
+        else None
+    ),
 }
 
 
@@ -277,6 +282,9 @@ class RunInfo:
     max_tokens: int | None = None  # --max-tokens: the bound on max_tokens in requests
     fuzz: int | None = None
     concurrency: int | None = None
+    #: ``meta.options``: every option that changes what is sent or how it is judged, by
+    #: kind (``sent``, ``judged``) and option name (conformance/front/option_table.py).
+    options: dict[str, dict[str, Any]] | None = None
     started: float | None = None
     baseline_warnings: tuple[str, ...] | None = None
     shard: str | None = None
@@ -358,7 +366,16 @@ class RunInfo:
 
     def taken_with(self) -> dict[str, Any]:
         """What a --baseline taken from this run records it was taken with."""
-        keys = ("spec", "model", "target", "seed", "max_examples", "fuzz", "suite_version")
+        keys = (
+            "spec",
+            "model",
+            "target",
+            "seed",
+            "max_examples",
+            "fuzz",
+            "suite_version",
+            "options",
+        )
         return {key: getattr(self, key) for key in keys if self.is_set(key)}
 
     # -- results.json ---------------------------------------------------------------------
