@@ -11,7 +11,8 @@ streams; "both modes" ones change what is generated, so both kinds of response s
 
 Faults are declared where they are written, with ``registry.fault`` (see ``registry`` for
 the stages they hook into): serving faults in ``faults_serving``, content faults in
-``faults_content``, the usage chunk and streamed text in ``faults_stream``, request
+``faults_content``, a stream's payload list (the ``stream`` stage: ids, finish chunks,
+``[DONE]``, the usage chunk, streamed text) in ``faults_stream``, request
 parameters honoured wrongly in ``faults_request``, features declined with a proper 400
 (capability switches) in ``faults_declines``, the returned text's offsets, stop sequences
 and prompts in ``faults_text``. To add one, write its transformer there under ``@fault(name,

@@ -14,17 +14,11 @@ from dataclasses import replace
 from typing import Any
 
 from conformance.reference import model
-from conformance.reference.flavors import ApiError, dumps, envelope
-from conformance.reference.registry import also, fault
+from conformance.reference.registry import also, fault, stream_fault
 from conformance.reference.shaping import (
-    DONE,
     Plan,
     StreamContext,
-    empty_copy,
-    finish_positions,
-    is_content,
     is_usage,
-    new_id,
 )
 from conformance.reference.validation import CompletionRequest
 
@@ -317,82 +311,7 @@ def _keep_nulls(omit: bool) -> bool:
     return False
 
 
-# --- event streams: the list of payloads (dicts, raw strings, DONE) ---------------------
-
-
-def _stream_fault(name: str, description: str, **kinds: bool) -> Callable[..., Any]:
-    """Declare a stream fault: its transformer takes and returns the payload list."""
-
-    def register(hook: Callable[[Items, StreamContext], Items]) -> Callable[..., Any]:
-        fault(name, description, "stream", **kinds)(hook)
-        return hook
-
-    return register
-
-
-def _on_each_choice(update: Callable[[dict[str, Any]], None]) -> Callable[..., Items]:
-    def hook(items: Items, ctx: StreamContext) -> Items:
-        for it in items:
-            if is_content(it):
-                update(it["choices"][0])
-        return items
-
-    return hook
-
-
-@_stream_fault("stream-id-changes", "Each chunk has a different `id`.")
-def _id_changes(items: Items, ctx: StreamContext) -> Items:
-    return [{**it, "id": new_id()} if isinstance(it, dict) else it for it in items]
-
-
-fault("stream-no-finish-reason", "No chunk carries a finish_reason.", "stream")(
-    _on_each_choice(lambda c: c.update(finish_reason=None))
-)
-
-
-def _empty_string_finish(choice: dict[str, Any]) -> None:
-    if choice["finish_reason"] is None:
-        choice["finish_reason"] = ""
-
-
-fault("stream-finish-empty-string", 'Non-final chunks carry `finish_reason: ""`.', "stream")(
-    _on_each_choice(_empty_string_finish)
-)
-
-
-@_stream_fault("stream-double-finish", "Two chunks carry a finish_reason for the same index.")
-def _double_finish(items: Items, ctx: StreamContext) -> Items:
-    out = list(items)
-    for i in reversed(finish_positions(items)):
-        out.insert(i + 1, empty_copy(items[i]))
-    return out
-
-
-@_stream_fault("stream-text-after-finish", "A chunk with text follows the finish chunk of index 0.")
-def _text_after_finish(items: Items, ctx: StreamContext) -> Items:
-    first = next(i for i in finish_positions(items) if items[i]["choices"][0]["index"] == 0)
-    extra = empty_copy(items[first], " extra")
-    extra["choices"][0]["finish_reason"] = None
-    return [*items[: first + 1], extra, *items[first + 1 :]]
-
-
-fault("stream-index-zero", "Every chunk's choice has `index: 0`.", "stream")(
-    _on_each_choice(lambda c: c.update(index=0))
-)
-
-
-@_stream_fault(
-    "finish-on-empty-chunk",
-    "finish_reason comes on an extra chunk with empty text.",
-    tolerated=True,
-)
-def _finish_on_empty_chunk(items: Items, ctx: StreamContext) -> Items:
-    out = list(items)
-    for i in reversed(finish_positions(items)):
-        final = empty_copy(items[i])
-        items[i]["choices"][0]["finish_reason"] = None
-        out.insert(i + 1, final)
-    return out
+# --- extra vendor fields in a stream too ------------------------------------------------
 
 
 @also("vendor-fields", "stream")
@@ -401,32 +320,6 @@ def _vendor_fields_in_stream(items: Items, ctx: StreamContext) -> Items:
         if isinstance(it, dict):
             _add_vendor_fields(it)
     return items
-
-
-@_stream_fault("stream-error-event", "An error event arrives mid-stream.")
-def _error_event(items: Items, ctx: StreamContext) -> Items:
-    error = ApiError(
-        500, "upstream failed", code="upstream_error", origin="server", type_="server_error"
-    )
-    middle = max(1, (len(items) - 1) // 2)
-    return [*items[:middle], envelope(ctx.flavor, error), *items[middle:]]
-
-
-@_stream_fault("stream-data-after-done", "A data event follows `data: [DONE]`.")
-def _data_after_done(items: Items, ctx: StreamContext) -> Items:
-    return [*items, copy.deepcopy(items[0])]
-
-
-@_stream_fault("stream-no-done", "The stream ends without `data: [DONE]`.")
-def _no_done(items: Items, ctx: StreamContext) -> Items:
-    return [it for it in items if it != DONE]
-
-
-@_stream_fault("stream-not-json", "One data payload is not JSON.")
-def _not_json(items: Items, ctx: StreamContext) -> Items:
-    position = 1 if is_content(items[1]) else 0
-    text = dumps(items[position]).decode()
-    return [*items[:position], text[: len(text) // 2], *items[position + 1 :]]
 
 
 # --- levels helper (issue 20): declared defaults and false witnesses ------------------------
@@ -486,7 +379,7 @@ def _usage_completion_off_by_one(usage: dict[str, int]) -> dict[str, int]:
     }
 
 
-@_stream_fault(
+@stream_fault(
     "stream-logprobs-cumulative",
     "Each streamed chunk's logprobs hold every token of its choice so far, not the chunk's own.",
 )
@@ -546,7 +439,7 @@ def _shift_stream_usage(items: Items, ctx: StreamContext, delta: int) -> Items:
     return items
 
 
-@_stream_fault(
+@stream_fault(
     "stream-usage-counts-more",
     "The usage chunk of a one-choice stream counts one completion token more (total adjusted).",
 )
@@ -554,7 +447,7 @@ def _stream_usage_counts_more(items: Items, ctx: StreamContext) -> Items:
     return _shift_stream_usage(items, ctx, +1)
 
 
-@_stream_fault(
+@stream_fault(
     "stream-usage-counts-less",
     "The usage chunk of a one-choice stream counts one completion token fewer (total "
     "adjusted): below what the same request counts non-streamed, not below what was seen.",

@@ -1,4 +1,4 @@
-"""Faults of event streams: the usage chunk, and text that assembles wrong.
+"""Faults of event streams: the payload list, the usage chunk, text that assembles wrong.
 
 Each transformer takes and returns a stream's payload list (``stream`` stage: chunk dicts,
 raw strings, ``DONE``); see ``registry``. The text faults change only the text a client
@@ -17,8 +17,17 @@ import copy
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from conformance.reference.registry import fault
-from conformance.reference.shaping import StreamContext, is_content, is_usage
+from conformance.reference.flavors import ApiError, dumps, envelope
+from conformance.reference.registry import fault, stream_fault
+from conformance.reference.shaping import (
+    DONE,
+    StreamContext,
+    empty_copy,
+    finish_positions,
+    is_content,
+    is_usage,
+    new_id,
+)
 
 Items = list[Any]
 Choice = dict[str, Any]
@@ -180,3 +189,97 @@ def _cut_after_first_chunk(items: Items, ctx: StreamContext) -> Items:
             first["choices"][0]["finish_reason"] = None
             kept.append(first)
     return kept
+
+
+# --- event streams: the list of payloads (dicts, raw strings, DONE) ---------------------
+
+
+def _on_each_choice(update: Callable[[dict[str, Any]], None]) -> Callable[..., Items]:
+    def hook(items: Items, ctx: StreamContext) -> Items:
+        for it in items:
+            if is_content(it):
+                update(it["choices"][0])
+        return items
+
+    return hook
+
+
+@stream_fault("stream-id-changes", "Each chunk has a different `id`.")
+def _id_changes(items: Items, ctx: StreamContext) -> Items:
+    return [{**it, "id": new_id()} if isinstance(it, dict) else it for it in items]
+
+
+fault("stream-no-finish-reason", "No chunk carries a finish_reason.", "stream")(
+    _on_each_choice(lambda c: c.update(finish_reason=None))
+)
+
+
+def _empty_string_finish(choice: dict[str, Any]) -> None:
+    if choice["finish_reason"] is None:
+        choice["finish_reason"] = ""
+
+
+fault("stream-finish-empty-string", 'Non-final chunks carry `finish_reason: ""`.', "stream")(
+    _on_each_choice(_empty_string_finish)
+)
+
+
+@stream_fault("stream-double-finish", "Two chunks carry a finish_reason for the same index.")
+def _double_finish(items: Items, ctx: StreamContext) -> Items:
+    out = list(items)
+    for i in reversed(finish_positions(items)):
+        out.insert(i + 1, empty_copy(items[i]))
+    return out
+
+
+@stream_fault("stream-text-after-finish", "A chunk with text follows the finish chunk of index 0.")
+def _text_after_finish(items: Items, ctx: StreamContext) -> Items:
+    first = next(i for i in finish_positions(items) if items[i]["choices"][0]["index"] == 0)
+    extra = empty_copy(items[first], " extra")
+    extra["choices"][0]["finish_reason"] = None
+    return [*items[: first + 1], extra, *items[first + 1 :]]
+
+
+fault("stream-index-zero", "Every chunk's choice has `index: 0`.", "stream")(
+    _on_each_choice(lambda c: c.update(index=0))
+)
+
+
+@stream_fault(
+    "finish-on-empty-chunk",
+    "finish_reason comes on an extra chunk with empty text.",
+    tolerated=True,
+)
+def _finish_on_empty_chunk(items: Items, ctx: StreamContext) -> Items:
+    out = list(items)
+    for i in reversed(finish_positions(items)):
+        final = empty_copy(items[i])
+        items[i]["choices"][0]["finish_reason"] = None
+        out.insert(i + 1, final)
+    return out
+
+
+@stream_fault("stream-error-event", "An error event arrives mid-stream.")
+def _error_event(items: Items, ctx: StreamContext) -> Items:
+    error = ApiError(
+        500, "upstream failed", code="upstream_error", origin="server", type_="server_error"
+    )
+    middle = max(1, (len(items) - 1) // 2)
+    return [*items[:middle], envelope(ctx.flavor, error), *items[middle:]]
+
+
+@stream_fault("stream-data-after-done", "A data event follows `data: [DONE]`.")
+def _data_after_done(items: Items, ctx: StreamContext) -> Items:
+    return [*items, copy.deepcopy(items[0])]
+
+
+@stream_fault("stream-no-done", "The stream ends without `data: [DONE]`.")
+def _no_done(items: Items, ctx: StreamContext) -> Items:
+    return [it for it in items if it != DONE]
+
+
+@stream_fault("stream-not-json", "One data payload is not JSON.")
+def _not_json(items: Items, ctx: StreamContext) -> Items:
+    position = 1 if is_content(items[1]) else 0
+    text = dumps(items[position]).decode()
+    return [*items[:position], text[: len(text) // 2], *items[position + 1 :]]

@@ -132,6 +132,12 @@ def also(name: str, *stages: str) -> Callable[[F], F]:
     return _registrar(name, stages)
 
 
+def stream_fault(name: str, description: str, **kinds: bool) -> Callable[[F], F]:
+    """Declare a fault of the ``stream`` stage: its transformer takes and returns the payload
+    list (chunk dicts, raw strings, ``DONE``) and the ``StreamContext``."""
+    return fault(name, description, "stream", **kinds)
+
+
 T = TypeVar("T")
 
 
