@@ -12,9 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conformance.judging.verdict.baseline import check_baseline, compare_to_baseline
 from conformance.judging.verdict.events import Event, RunFinished
 from conformance.judging.verdict.results import Results
-from conformance.reports.baseline import BaselineDiff, check_baseline, compare_to_baseline
+from conformance.judging.verdict.run_info import BaselineDiff
 from conformance.reports.html import render_html, write_html
 from conformance.reports.junit import write_junit
 from conformance.reports.run_summary import summary_markdown, write_summary

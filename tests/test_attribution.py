@@ -532,7 +532,7 @@ def test_a_shard_leaves_an_unformed_witness_to_the_merge() -> None:
 
 
 def test_what_a_shard_withheld_is_evidence_in_the_merge() -> None:
-    # reports/merge.py folds the shards (each attributed on its own) and attributes again:
+    # conclusion.merge folds the shards (each attributed on its own) and attributes again:
     # the twin's comparison withheld in one shard still shows the body's usage wrong for
     # the default probe judged in another, whose own withheld findings come first.
     twin, streamed, default = litellm_mock()

@@ -17,10 +17,10 @@ from support import API_KEY, MODEL, Targets, meta_of, target_args
 
 from conformance.front.plugin import SUITE_DIR
 from conformance.front.runner import assemble, run_suite
+from conformance.judging.verdict.baseline import check_baseline, compare_to_baseline
 from conformance.judging.verdict.fingerprint import normalise_message, request_class
 from conformance.judging.verdict.results import Finding, Results
 from conformance.judging.wire.case import Case
-from conformance.reports.baseline import check_baseline, compare_to_baseline
 from conformance.run.assembly import BadInput
 from conformance.run.scenarios import BY_NAME
 from conformance.run.session import Settings, Setup

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from support import Targets, target_args
 
+from conformance.front.merge import main as merge_main
 from conformance.front.plugin import SUITE_DIR
 from conformance.judging.verdict.outcomes import BAD_INPUT
-from conformance.reports.merge import main as merge_main
 
 QUICK = ("-p", "no:cacheprovider", "--max-examples", "3")
 

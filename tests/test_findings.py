@@ -19,6 +19,7 @@ from conformance.judging.requirements import (
     Violation,
     requirement,
 )
+from conformance.judging.verdict.baseline import check_baseline, compare_to_baseline
 from conformance.judging.verdict.fingerprint import normalise_path
 from conformance.judging.verdict.results import (
     MAX_FINGERPRINTS,
@@ -29,7 +30,6 @@ from conformance.judging.verdict.results import (
 )
 from conformance.judging.wire.case import Case
 from conformance.judging.wire.exchange import Exchange, Headers
-from conformance.reports.baseline import check_baseline, compare_to_baseline
 from conformance.reports.html import render_html
 from conformance.reports.junit import build_junit
 from conformance.reports.run_summary import summary_markdown

@@ -132,7 +132,7 @@ def upward(arrows: dict[str, set[str]]) -> list[tuple[str, str]]:
 def test_every_module_is_read() -> None:
     every = modules()
     # The folders reached through the symlinks count, and every file under the package is in.
-    assert "conformance.strategies._draw" in every and "conformance.reports.merge" in every
+    assert "conformance.strategies._draw" in every and "conformance.reports.junit" in every
     files = sum(
         1 for _ in PACKAGE.rglob("*.py") if "strategies" not in _.parts and "reports" not in _.parts
     )
@@ -168,7 +168,7 @@ def test_nothing_imports_the_generic_top_level_names() -> None:
 def test_the_checker_sees_an_upward_arrow_and_a_cycle() -> None:
     assert (
         layer("conformance.judging.verdict.verdict") == 0
-        and layer("conformance.reports.merge") == 4
+        and layer("conformance.reports.junit") == 4
     )
     assert layer("conformance.test_completions") == TOP
     assert upward({"conformance.judging.a": {"conformance.run.b"}, "conformance.run.b": set()})

@@ -13,11 +13,12 @@ from support import API_KEY, MODEL, Targets, capability_table, set_meta
 from conformance import reports
 from conformance.front.catalogue import render_catalogue
 from conformance.judging.requirements import Level, Requirement
+from conformance.judging.verdict.baseline import compare_to_baseline
 from conformance.judging.verdict.outcomes import MEANINGS
 from conformance.judging.verdict.results import Finding, Results
+from conformance.judging.verdict.run_info import BaselineDiff
 from conformance.judging.wire.case import Case
 from conformance.judging.wire.exchange import Exchange, Headers, SSEEvent
-from conformance.reports.baseline import BaselineDiff, compare_to_baseline
 from conformance.reports.html import render_html
 from conformance.reports.junit import build_junit
 from conformance.reports.schema import results_schema, schema_errors

@@ -13,7 +13,9 @@ import pytest
 from support import meta_of, set_meta
 
 from conformance import reports
+from conformance.front.merge import main as merge_main
 from conformance.judging.requirements import Level, Requirement
+from conformance.judging.verdict.conclusion import merge
 from conformance.judging.verdict.outcomes import BAD_INPUT
 from conformance.judging.verdict.record import RunRecord, ShardMismatch
 from conformance.judging.verdict.results import Finding, Results, Tally, latency_summary
@@ -23,8 +25,6 @@ from conformance.reports.html import render_html
 from conformance.reports.junit import build_junit
 from conformance.reports.markdown import comparison_markdown
 from conformance.reports.matrix import compare
-from conformance.reports.merge import main as merge_main
-from conformance.reports.merge import merge
 from conformance.reports.run_summary import summary_markdown
 from conformance.reports.schema import schema_errors
 

@@ -17,8 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import capability_table, examples
 
+from conformance.front.merge import main as merge_main
 from conformance.front.runner import run_suite
 from conformance.judging.requirements import Level, Requirement
+from conformance.judging.verdict.conclusion import merge
 from conformance.judging.verdict.decision import decide
 from conformance.judging.verdict.outcomes import BAD_INPUT
 from conformance.judging.verdict.record import RunRecord, ScenarioRun, SkipCause
@@ -26,8 +28,6 @@ from conformance.judging.verdict.results import Finding, Results
 from conformance.judging.wire.case import Case
 from conformance.judging.wire.exchange import Exchange
 from conformance.judging.wire.wire import exchange_from_wire
-from conformance.reports.merge import main as merge_main
-from conformance.reports.merge import merge
 from conformance.run.session import Settings, Setup
 
 # -- a budget-cut run is incomplete, and says what the budget cut ---------------------------

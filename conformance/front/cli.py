@@ -168,7 +168,7 @@ def _serve(args: list[str]) -> int:
 
 
 def _merge(args: list[str]) -> int:
-    from conformance.reports.merge import main
+    from conformance.front.merge import main
 
     return main(args)
 

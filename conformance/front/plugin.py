@@ -334,9 +334,7 @@ class SuiteSession:
         if dropped:
             self.config.hook.pytest_deselected(items=dropped)
         items[:] = keep
-        results = self.assembled.results
-        results.info.shard = shard
-        results.run_record = results.run_record.with_(shards=(shard,))
+        self.assembled.results.note_shard(shard)
 
     def pytest_report_header(self) -> list[str]:
         info, spec = self.assembled.results.info, self.assembled.spec

@@ -9,13 +9,13 @@ This layer may import the reports; the engine and the judge core below it never 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from conformance.judging.verdict.baseline import check_baseline, known_failures
 from conformance.judging.verdict.events import Listener, RunFinished, RunStarted
 from conformance.judging.verdict.results import Results
-from conformance.judging.verdict.run_info import BaselineDiff
 from conformance.judging.verdict.verdict import Verdict
 from conformance.run.assembly import Assembled, BadInput, conclude
 from conformance.run.assembly import assemble as assemble_run
@@ -49,22 +49,15 @@ class FileBaseline:
 
     @property
     def known(self) -> frozenset[str]:
-        return frozenset(t.id for t in self.results.tallies.values() if t.failed)
+        return known_failures(self.results)
 
     def admit(self, this_run: Mapping[str, object]) -> list[str]:
-        from conformance.reports.baseline import check_baseline
-
         if self.options is not None:
             this_run = {**this_run, "options": self.options}
         refused, warnings = check_baseline(this_run, self.results)
         if refused:
             raise BadInput(f"--baseline {self.path}: {refused[0]}")
         return warnings
-
-    def compare(self, results: Results) -> BaselineDiff:
-        from conformance.reports.baseline import compare_to_baseline
-
-        return replace(compare_to_baseline(results, self.results), file=self.path)
 
 
 def assemble(setup: Setup) -> Assembled:
@@ -77,7 +70,7 @@ def assemble(setup: Setup) -> Assembled:
     options = recorded(setup)
     baseline = FileBaseline.read(setup.baseline, options) if setup.baseline else None
     assembled = assemble_run(setup, baseline)
-    assembled.results.info.update(options=options)
+    assembled.results.note_options(options)
     return assembled
 
 

@@ -60,10 +60,7 @@ def judge_into(
     if shown is not None:
         results.note_capability(*shown)
     if exchange.status is not None:
-        if results.info.observed_statuses is None:
-            results.info.observed_statuses = {}
-        statuses = results.info.observed_statuses
-        statuses[str(exchange.status)] = statuses.get(str(exchange.status), 0) + 1
+        results.note_status(exchange.status)
     return findings
 
 

@@ -3,8 +3,9 @@
 ``completions-conformance judge`` feeds it recorded exchanges, the proxy the ones it
 forwards. Every exchange goes through the judge core's one function
 (conformance.judging.judge.judge_into) into the Results of its model; a :class:`Snapshot`
-copies them, applies attribution (one defect, one finding) and has ``decide()`` give the
-verdict, per model and over all, whenever one is asked for.
+copies them and has the judge core's one wrap-up (conformance.judging.verdict.conclusion:
+attribution, one defect, one finding, then ``decide()``) give the verdict, per model and
+over all, whenever one is asked for.
 
 Traffic holds only what its clients sent. A requirement that needs a request only the
 suite sends (a probe, a pair of twin requests) or the openai SDK's view is *not
@@ -21,7 +22,7 @@ import secrets
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,8 +31,8 @@ from conformance.judging.document.spec import Spec
 from conformance.judging.document.spec_notes import document_meta, registry
 from conformance.judging.judge import judge_into
 from conformance.judging.requirements import REGISTRY, Requirement
-from conformance.judging.verdict.attribution import attribute
-from conformance.judging.verdict.decision import applicability, decide
+from conformance.judging.verdict.conclusion import conclude
+from conformance.judging.verdict.decision import applicability
 from conformance.judging.verdict.latency import stream_latency
 from conformance.judging.verdict.record import RunRecord, ScenarioRun, SkipCause
 from conformance.judging.verdict.results import Finding, Results, Status, Tally
@@ -298,26 +299,29 @@ class TrafficJudge:
         bad: list[str],
         counts: TrafficCounts,
     ) -> Verdict:
-        attribute(results)
-        results.info.update(**self._header(models))
-        results.run_record = self._record(results, models, errors)
-        results.info.traffic = TrafficCounts(
-            seen=counts.seen,
-            judged=counts.judged,
-            unjudged=counts.unjudged,
-            bad_entries=tuple(bad),
-            errors=tuple(errors),
-            not_observable=tuple(
-                Unobservable(rid, t.level, UNOBSERVABLE[rid])
-                for rid, t in results.tallies.items()
-                if rid in UNOBSERVABLE and not exercised(t)
-            ),
-        )
-        return results.decided(decide(results))
+        def settle(attributed: Results) -> None:
+            # What traffic records reads the attributed tallies: what they exercised.
+            attributed.begin(self._header(models), self._record(attributed))
+            attributed.note_traffic(
+                TrafficCounts(
+                    seen=counts.seen,
+                    judged=counts.judged,
+                    unjudged=counts.unjudged,
+                    bad_entries=tuple(bad),
+                    errors=tuple(errors),
+                    not_observable=tuple(
+                        Unobservable(rid, t.level, UNOBSERVABLE[rid])
+                        for rid, t in attributed.tallies.items()
+                        if rid in UNOBSERVABLE and not exercised(t)
+                    ),
+                )
+            )
 
-    def _record(
-        self, results: Results, models: Iterable[str], errors: tuple[str, ...]
-    ) -> RunRecord:
+        return conclude(results, settle=settle, errors=errors)
+
+    def _record(self, results: Results) -> RunRecord:
+        """The record of judged traffic (its identity is the context's, ``_header``): the
+        registry under the document, and the MUSTs traffic left unseen as not observable."""
         selected = {r.id for r in self.requirements}
         allowed = applicability(self.spec, lambda rid: rid in selected)
         musts = set(allowed["musts"]) - set(allowed["not_applicable"]) - set(allowed["deselected"])
@@ -331,15 +335,7 @@ class TrafficJudge:
                         f"traffic: {name}", "skipped", SkipCause.NOT_OBSERVABLE, reason, covers
                     )
                 )
-        return RunRecord(
-            run_id=self.run_id,
-            spec=self.spec.name,
-            target=self.target,
-            model=", ".join(models),
-            scenarios=tuple(unseen),
-            errors=errors,
-            **allowed,
-        )
+        return RunRecord(run_id=self.run_id, scenarios=tuple(unseen), **allowed)
 
     def _header(self, models: list[str]) -> dict[str, Any]:
         """The RunInfo fields of judged traffic, in results.json's order."""

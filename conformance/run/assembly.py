@@ -2,10 +2,11 @@
 
 ``assemble`` loads the spec, checks the selection, starts the embedded reference target
 (or points at ``--target-url``), builds the client and proves with a preflight that the
-target serves completions. ``conclude`` has the judge core decide the verdict of the
-merged Results. Bad input raises ``BadInput`` with the one line to show. Reading a
-``--baseline`` file and writing reports belong to the runner layer (conformance.front.runner,
-which also has ``run_suite``): it hands the baseline in as a ``BaselineGate``.
+target serves completions. ``conclude`` hands the merged Results to the judge core's one
+wrap-up (conformance.judging.verdict.conclusion.conclude). Bad input raises ``BadInput``
+with the one line to show. Reading a ``--baseline`` file and writing reports belong to the
+runner layer (conformance.front.runner, which also has ``run_suite``): it hands the
+baseline in as a ``BaselineGate``.
 """
 
 from __future__ import annotations
@@ -24,10 +25,9 @@ from conformance.judging.document.spec import (
 )
 from conformance.judging.document.spec_notes import document_meta, registry
 from conformance.judging.exceptions import ConformanceError
-from conformance.judging.verdict.attribution import attribute
-from conformance.judging.verdict.decision import decide
+from conformance.judging.verdict.conclusion import conclude as conclude_results
 from conformance.judging.verdict.results import Results
-from conformance.judging.verdict.run_info import BaselineDiff, RegistryEntry, SpecNote
+from conformance.judging.verdict.run_info import RegistryEntry, SpecNote
 from conformance.judging.verdict.verdict import Verdict
 from conformance.judging.version import VERSION
 from conformance.run.client import Client, Pacer, RetryPolicy
@@ -51,6 +51,16 @@ class BaselineGate(Protocol):
     """An accepted earlier run (``--baseline``), as the runner layer supplies it."""
 
     @property
+    def path(self) -> str:
+        """The file it was read from."""
+        ...
+
+    @property
+    def results(self) -> Results:
+        """The earlier run's Results, which ``conclude`` compares this run's with."""
+        ...
+
+    @property
     def known(self) -> frozenset[str]:
         """The requirements failing in the baseline: they fail no test of this run."""
         ...
@@ -58,11 +68,6 @@ class BaselineGate(Protocol):
     def admit(self, this_run: Mapping[str, object]) -> list[str]:
         """The warnings to show for this run (another model or target); raises BadInput
         when the baseline cannot judge this run (another spec)."""
-        ...
-
-    def compare(self, results: Results) -> BaselineDiff:
-        """The baseline diff (``RunInfo.baseline``; its ``new_failures``: the requirements
-        failing with fingerprints the baseline does not have)."""
         ...
 
 
@@ -166,12 +171,10 @@ def assemble(setup: Setup, baseline: BaselineGate | None = None) -> Assembled:
     )
     run = Run(settings, spec, client, workers=setup.workers)
     results = Results.for_requirements(run.requirements)
-    results.info.update(**_header(setup, spec, settings, target))
-    results.run_record = record_of(
-        spec, settings, run_id=secrets.token_hex(8), target=results.info.target or ""
-    )
+    header = _header(setup, spec, settings, target)
+    results.begin(header, record_of(spec, settings, run_id=secrets.token_hex(8)))
     if baseline_warnings:
-        results.info.baseline_warnings = tuple(baseline_warnings)
+        results.note_baseline_warnings(baseline_warnings)
         notes = [*notes, *(f"baseline warning: {w}" for w in baseline_warnings)]
     assembled = Assembled(setup, run, results, baseline, server, notes)
     if setup.preflight:
@@ -222,32 +225,29 @@ def _preflight(assembled: Assembled) -> None:
     first = preflight(run.client, run.settings.model, run.spec)
     results.spent.requests += 1 + first.retries
     results.spent.retries += first.retries
-    results.info.observed_statuses = {str(first.status): 1}
+    if first.status is not None:  # always: preflight() returns a 200 or a 429
+        results.note_status(first.status)
     if first.status == 429:
         # Rate limited already, after the retries: this process's items send nothing.
         run.rate_limited = True
-        reason = no_verdict_reason(run.client.retry)
-        results.run_record = results.run_record.with_(no_verdict=reason)
+        results.note_no_verdict(no_verdict_reason(run.client.retry))
 
 
 def conclude(
     assembled: Assembled, *, runner_error: str | None = None, partial: bool = False
 ) -> Verdict:
-    """Have the judge core decide the verdict of the merged Results, and store it."""
-    results = assembled.results
-    results.info.wall_time = round(time.time() - (results.info.started or time.time()), 3)
-    attribute(results)  # one defect, one finding: before the baseline and the verdict
-    if assembled.baseline is not None:
-        diff = assembled.baseline.compare(results)
-        results.info.baseline = diff
-        results.run_record = results.run_record.with_(baseline_new_failures=diff.new_failures)
-    if runner_error:
-        results.run_record = results.run_record.with_(
-            errors=(*results.run_record.errors, runner_error)
-        )
-    if assembled.run.interrupted:
-        results.run_record = results.run_record.with_(interrupted=assembled.run.interrupted)
+    """The verdict of the merged Results, decided by the judge core's one wrap-up
+    (conformance.judging.verdict.conclusion.conclude) and stored on them."""
+    results, gate = assembled.results, assembled.baseline
+    results.note_ended(round(time.time() - (results.info.started or time.time()), 3))
     to_dict = getattr(getattr(assembled.run.client, "stats", None), "to_dict", None)
-    if callable(to_dict):  # this process's client: peak in flight, retries...
-        results.info.client = to_dict()
-    return results.decided(decide(results, partial=partial))
+    return conclude_results(
+        results,
+        None if gate is None else gate.results,
+        baseline_file=None if gate is None else gate.path,
+        errors=(runner_error,) if runner_error else (),
+        interrupted=assembled.run.interrupted,
+        # This process's client: peak in flight, retries...
+        figures=to_dict() if callable(to_dict) else None,
+        partial=partial,
+    )

@@ -349,7 +349,7 @@ def play(item: ItemRun, scenario: Scenario, param: Any = None) -> ItemOutcome:
         _play_body(item, scenario, param)
     outcome = item.outcome()
     ran = item.scenario_run(scenario.item_id(param), outcome)
-    item.results.run_record = item.results.run_record.played(ran)
+    item.results.note_played(ran)
     item.run.emit(ScenarioFinished(ran))
     return outcome
 
@@ -380,7 +380,7 @@ def execute(run: Run, scenarios: Sequence[Scenario], results: Results) -> list[P
             except Exception as exc:  # a defect of the suite: reported, the run goes on
                 outcome = ItemOutcome("error", f"{type(exc).__name__}: {exc}")
                 ran = ScenarioRun(scenario.item_id(param), "error", reason=outcome.message)
-                item.results.run_record = item.results.run_record.played(ran)
+                item.results.note_played(ran)
                 run.emit(ScenarioFinished(ran))
             merge_item(results, item.results)
             played.append(Played(scenario.item_id(param), outcome))

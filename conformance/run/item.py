@@ -120,8 +120,7 @@ class ItemRun:
             if sent.note:
                 self.budget_note = self.budget_note or sent.note
                 self.unsent += 1
-                record = self.results.run_record
-                self.results.run_record = record.with_(budget=record.budget or sent.note)
+                self.results.note_unsent(sent.note)
             return None
         for limited in exchange.throttled:
             self.judge_rate_limit(limited)
@@ -130,7 +129,7 @@ class ItemRun:
             # answer, so it is judged only as a rate-limit answer (a check of the case
             # would blame the target for the 429).
             reason = no_verdict_reason(self.run.client.retry)
-            self.results.run_record = self.results.run_record.with_(no_verdict=reason)
+            self.results.note_no_verdict(reason)
             self.results.spent.requests += 1 + exchange.retries
             self.results.spent.retries += exchange.retries
             self.judge_rate_limit(exchange)
@@ -146,7 +145,7 @@ class ItemRun:
             alone = SentAlone(
                 exchange.case.label or exchange.case.mode, exchange.sent_alone, exchange.held_by
             )
-            self.results.info.sent_alone = (*(self.results.info.sent_alone or ()), alone)
+            self.results.note_sent_alone(alone)
         failed = tuple(f.requirement for f in findings if f.outcome == Outcome.FAILED)
         label = exchange.case.label or exchange.case.mode
         self.run.emit(ExchangeJudged(label, exchange.status, failed))

@@ -90,8 +90,7 @@ def attribute(results: Results) -> list[Withheld]:
                 withheld.append(_withhold(tally, witness, shown_by))
             elif witness in unformed and tally.witnessed.get(witness):
                 withheld.append(_withhold(tally, witness, [], unformed[witness]))
-    if withheld:
-        results.info.attribution = (*(results.info.attribution or ()), *withheld)
+    results.note_withheld(withheld)
     return withheld
 
 

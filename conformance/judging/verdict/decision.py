@@ -7,8 +7,9 @@ key was given to probe auth with), and
 every scenario ran, or was not run for one of those reasons. A budget that cut the run
 short, a missing generator, a probe the target left nothing for: ``incomplete``, naming
 what was not run. A run Ctrl-C stopped is ``interrupted``, whatever it saw until then.
-The engine, the pytest plugin, conformance-merge, the reports and the tools all call
-:func:`decide`; none decides on its own. The verdict's types (``Verdict``,
+Every door ends a run with conformance.judging.verdict.conclusion.conclude (a run, the
+traffic judge, conformance-merge), which calls :func:`decide`; the reports and the tools
+call it (:func:`verdict_of`) for a results.json that kept no record. None decides on its own. The verdict's types (``Verdict``,
 ``Coverage``, ``Word``) are conformance.judging.verdict.verdict's, below the Results that keep one.
 """
 

@@ -1,9 +1,11 @@
 """The run record: everything the verdict depends on, typed, and how records combine.
 
-A ``RunRecord`` travels inside ``Results`` (``Results.record``, ``"record"`` in
+A ``RunRecord`` travels inside ``Results`` (``Results.run_record``, ``"record"`` in
 results.json), so a pytest-xdist worker's items, a CI shard and an earlier run read back
-with the same types they were written with. ``decide`` (conformance.judging.verdict.verdict) reads
-nothing else: no option, shard, budget or baseline reaches the verdict except through here.
+with the same types they were written with; there its identity (spec, contract, target,
+model, seed, strict) is the run's ``RunInfo``'s, kept once (conformance.judging.verdict.state).
+``decide`` (conformance.judging.verdict.decision) reads nothing else: no option, shard,
+budget or baseline reaches the verdict except through here.
 """
 
 from __future__ import annotations

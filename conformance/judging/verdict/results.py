@@ -20,6 +20,7 @@ from conformance.judging.verdict.fingerprint import fingerprint, request_class
 from conformance.judging.verdict.latency import percentile
 from conformance.judging.verdict.record import RunRecord
 from conformance.judging.verdict.run_info import VERDICT_KEYS, RunInfo
+from conformance.judging.verdict.state import StateOwner
 from conformance.judging.wire.case import REPEATED_TAG, Case
 from conformance.judging.wire.exchange import Exchange, SSEEvent
 
@@ -315,13 +316,15 @@ class Capability:
 
 
 @dataclass
-class Results:
+class Results(StateOwner):
     """Everything a run found, per requirement, plus what it spent.
 
     ``capabilities`` is the capability table, feature -> ``Capability``, filled
     by the single-feature probes of conformance.judging.verdict.capabilities (never by generated requests).
-    ``info`` is the run's context and what it saw (results.json ``meta``); ``verdict`` the
-    verdict the judge core decided, once it has (conformance.judging.verdict.decision.decide).
+    ``info`` is the run's context and what it saw (results.json ``meta``), ``run_record``
+    what the verdict depends on: the run's state, written only through the named methods
+    of conformance.judging.verdict.state (its one owner); ``verdict`` the verdict the judge
+    core decided, once it has (conformance.judging.verdict.conclusion.conclude).
     """
 
     tallies: dict[str, Tally] = field(default_factory=dict)
@@ -329,9 +332,10 @@ class Results:
     spent: Spent = field(default_factory=Spent)
     capabilities: dict[str, Capability] = field(default_factory=dict)
     latency: list[dict[str, Any]] = field(default_factory=list)
-    #: What the verdict depends on besides the tallies (conformance.judging.verdict.record).
-    run_record: RunRecord = field(default_factory=RunRecord)
     verdict: Verdict | None = None
+    #: The run record without the identity ``info`` holds (``run_record`` shows it whole;
+    #: conformance.judging.verdict.state); None: nothing recorded.
+    _record: RunRecord | None = field(default=None, repr=False)
 
     def decided(self, verdict: Verdict) -> Verdict:
         """Keep the verdict the judge core decided for these results; return it."""
@@ -443,10 +447,9 @@ class Results:
         for feature, entry in other.capabilities.items():
             self.note_capability(feature, entry.outcome, entry.detail)
         self.latency += other.latency
-        self.run_record = self.run_record.absorb(other.run_record)
         # What attribution withheld in each part (a shard) stays evidence for the whole, and
         # so do the requests answered when sent again alone.
-        self.info.absorb(other.info)
+        self.absorb_state(other)
         if self.verdict is None:
             self.verdict = other.verdict  # a part's own, until the whole is decided
 
@@ -491,7 +494,7 @@ class Results:
 
         meta = dict(data.get("meta", {}))
         record = data.get("record")
-        return cls(
+        results = cls(
             tallies={t["id"]: Tally.from_json(t) for t in data.get("requirements", [])},
             info=RunInfo.from_json(meta),
             verdict=Verdict.from_json(meta),
@@ -500,10 +503,12 @@ class Results:
                 k: Capability.from_json(v) for k, v in data.get("capabilities", {}).items()
             },
             latency=list(data.get("latency", [])),
-            # An older results.json kept no record: decide() reads what it recorded instead
-            # (conformance.judging.verdict.verdict.recorded_record).
-            run_record=RunRecord() if record is None else RunRecord.from_json(record),
         )
+        # An older results.json kept no record: decide() reads what it recorded instead
+        # (conformance.judging.verdict.decision.recorded_record).
+        if record is not None:
+            results.set_record(RunRecord.from_json(record))
+        return results
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2, sort_keys=False)

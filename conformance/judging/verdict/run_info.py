@@ -123,7 +123,7 @@ class Withheld:
 @dataclass(frozen=True, slots=True)
 class BaselineDiff:
     """Failure fingerprints of the current run relative to a baseline run, sorted
-    (``meta.baseline``; computed by conformance.reports.baseline.compare_to_baseline).
+    (``meta.baseline``; computed by conformance.judging.verdict.baseline.compare_to_baseline).
 
     ``unverified`` holds baseline fingerprints of requirements the current run did not
     test (skipped by ``--checks``, out of budget): neither known nor fixed, since nothing
