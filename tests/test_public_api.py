@@ -36,19 +36,34 @@ def test_loading_the_plugin_imports_no_judge_engine_or_spec() -> None:
     code = "import sys, conformance.front.plugin; print(sorted(m for m in sys.modules if m.startswith('conformance')))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     # conformance.front.arguments: the option types and the command line's check (stdlib
-    # only); conformance.judging.version: the version (a constant); the layers' packages
-    # themselves are docstrings.
+    # only); option_table: the one table of options, whose choices and help come from the
+    # contract, the errata's names, the policies and what a run records of an option (each
+    # stdlib only, no document read); conformance.judging.version: the version (a
+    # constant); the layers' packages themselves are docstrings.
     assert done.stdout.strip() == str(
         [
             "conformance",
             "conformance.front",
             "conformance.front.arguments",
+            "conformance.front.option_table",
             "conformance.front.options",
             "conformance.front.plugin",
             "conformance.judging",
+            "conformance.judging.document",
+            "conformance.judging.document.contract",
+            "conformance.judging.document.errata",
+            "conformance.judging.document.policies",
+            "conformance.judging.verdict",
+            "conformance.judging.verdict.recorded_options",
             "conformance.judging.version",
         ]
     )
+    third_party = "import sys, conformance.front.plugin; print(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names)))"
+    done = subprocess.run(
+        [sys.executable, "-c", third_party], capture_output=True, text=True, check=True
+    )
+    heavy = {"httpx", "jsonschema", "openapi_core", "hypothesis", "schemathesis", "yaml", "jinja2"}
+    assert not heavy & set(ast.literal_eval(done.stdout)), done.stdout
 
 
 def _exception_classes() -> list[tuple[str, str, list[str]]]:
