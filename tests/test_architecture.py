@@ -1,8 +1,9 @@
 """ARCHITECTURE.md's folder list matches the tree, and no module is over 600 lines.
 
 The folder list (the block under "## The folders") names every subpackage and module of the
-installed package, the folders reached through the symlinks ``conformance/strategies`` and
-``conformance/reports`` included, each with its one job; every name there is a file or
+installed package (one real tree: ``conformance/strategies`` and ``conformance/reports`` are
+folders of it, the repository's top-level ``strategies/`` and ``reports/`` symlinks to them),
+each with its one job; every name there is a file or
 folder of the tree. A subpackage's ``__init__.py`` is named by its folder's line.
 """
 
@@ -44,10 +45,10 @@ def folder_list() -> dict[str, str]:
 
 
 def tree() -> set[str]:
-    """Every module (``.py``) and every folder holding one, under conformance/ with the
-    symlinked folders followed; a folder's ``__init__.py`` is named by the folder."""
+    """Every module (``.py``) and every folder holding one, under conformance/ (a real tree,
+    no link followed); a folder's ``__init__.py`` is named by the folder."""
     found: set[str] = set()
-    for folder, dirs, files in os.walk(PACKAGE, followlinks=True):
+    for folder, dirs, files in os.walk(PACKAGE):
         dirs[:] = [d for d in dirs if d != "__pycache__"]
         here = Path(folder).relative_to(ROOT).as_posix() + "/"
         modules = [f for f in files if f.endswith(".py")]

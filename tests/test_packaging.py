@@ -27,7 +27,7 @@ def test_wheel_carries_packages_specs_and_entry_point(wheel: Path) -> None:
     assert "conformance/strategies/py.typed" in names and "conformance/reports/py.typed" in names
     assert any(n.startswith("conformance/reports/") and n.endswith(".j2") for n in names)
     assert not any("/out/" in n for n in names)
-    # Each file once: the checkout's symlinks are not followed into a second copy.
+    # Each file once: the package is one real tree (the top-level links are outside it).
     assert len(names) == len(set(names))
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
