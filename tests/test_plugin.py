@@ -235,6 +235,32 @@ def test_the_suite_runs_library_code_without_assertion_rewriting(
     )
 
 
+FREEZE_PROBE = """
+import gc
+
+def pytest_sessionfinish(session):
+    print(f"probe: frozen={gc.get_freeze_count() > 0}")
+"""
+
+
+def test_a_suite_process_freezes_its_heap_but_not_inside_another_test(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a run imported is taken out of the collector's sight once it is assembled
+    (plugin.freeze_heap: pytest's five collections at unconfigure and the interpreter's
+    teardown walk it no more); not in a process that runs inside another pytest's test,
+    which goes on after the run."""
+    pytester.makepyfile(probe_freeze=FREEZE_PROBE)
+    args = ("-p", "probe_freeze", "--report-dir", str(pytester.path))
+    nested = run_suite(pytester, *args)
+    assert nested.ret == 0, nested.stdout.str()
+    nested.stdout.fnmatch_lines(["*probe: frozen=False"])
+    monkeypatch.delenv("PYTEST_CURRENT_TEST", raising=False)
+    alone = run_suite(pytester, *args)
+    assert alone.ret == 0, alone.stdout.str()
+    alone.stdout.fnmatch_lines(["*probe: frozen=True"])
+
+
 def test_report_paths_are_printed_normalised(pytester: pytest.Pytester, targets: Targets) -> None:
     """Issue 27, item 8: ``--report-dir ../runs/x`` printed ``.../repo/../runs/x/junit.xml``."""
     url = targets.get("aihubmix").server.url
