@@ -330,8 +330,10 @@ def test_latency_is_measured_and_recorded_for_streams(targets: Targets) -> None:
     item.judge(target.send(case()))  # not streamed: no latency entry
     assert len(item.results.latency) == 1
     entry = item.results.latency[0]
-    assert entry["events"] == 6  # 4 tokens, the usage chunk, [DONE]
-    assert entry["buffered"] is False
-    assert 0 <= entry["max_gap_s"] <= entry["total_s"]
-    assert entry["first_event_s"] >= entry["ttfb_s"] > 0
+    assert entry.events == 6  # 4 tokens, the usage chunk, [DONE]
+    assert entry.buffered is False
+    assert entry.max_gap_s is not None and entry.total_s is not None
+    assert 0 <= entry.max_gap_s <= entry.total_s
+    assert entry.first_event_s is not None and entry.ttfb_s is not None
+    assert entry.first_event_s >= entry.ttfb_s > 0
     assert stream_latency(target.send(case())) is None

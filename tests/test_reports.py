@@ -14,6 +14,7 @@ from conformance import reports
 from conformance.front.catalogue import render_catalogue
 from conformance.judging.requirements import Level, Requirement
 from conformance.judging.verdict.baseline import compare_to_baseline
+from conformance.judging.verdict.latency import StreamLatency
 from conformance.judging.verdict.outcomes import MEANINGS
 from conformance.judging.verdict.results import Finding, Results
 from conformance.judging.verdict.run_info import BaselineDiff
@@ -77,8 +78,8 @@ def make_results(**meta: object) -> Results:
         }
     )
     results.latency = [
-        {"case": "stream", "ttfb_s": 0.012, "total_s": 0.05, "buffered": False},
-        {"case": "late", "ttfb_s": None, "p95_gap_s": 0.3, "buffered": True},
+        StreamLatency("stream", 3, ttfb_s=0.012, total_s=0.05),
+        StreamLatency("late", 5, p95_gap_s=0.3, buffered=True),
     ]
     set_meta(
         results,
@@ -277,7 +278,7 @@ def test_html_shows_run_summary_failures_and_tables() -> None:
         "content-type: text/event-stream",
         "best_of",
         "Streaming latency",
-        "<th>p95_gap_s</th>",  # a key only the second entry has
+        "<th>p95_gap_s</th>",  # every figure is a column, measured or not
         '<td class="num">0.012</td>',
         "<td>no</td>",
         "<td>yes</td>",
@@ -335,7 +336,7 @@ def test_html_escapes_everything_the_target_supplies() -> None:
     results.record(exchange, [Finding("MUST-FAIL", "failed", bad)])
     results.record(plain, [Finding("SHOULD-FAIL", "failed", bad)])
     results.capabilities = capability_table({bad: {"outcome": "ignored", "detail": bad}})
-    results.latency = [{bad: bad}]
+    results.latency = [StreamLatency(bad, 1)]
     set_meta(
         results,
         target=bad,

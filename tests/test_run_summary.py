@@ -16,9 +16,15 @@ from conformance import reports
 from conformance.front.merge import main as merge_main
 from conformance.judging.requirements import Level, Requirement
 from conformance.judging.verdict.conclusion import merge
+from conformance.judging.verdict.latency import LatencySummary, Percentiles, StreamLatency
 from conformance.judging.verdict.outcomes import BAD_INPUT
-from conformance.judging.verdict.record import RunRecord, ShardMismatch
-from conformance.judging.verdict.results import Finding, Results, Tally, latency_summary
+from conformance.judging.verdict.record import (
+    RunRecord,
+    ScenarioOutcome,
+    ScenarioRun,
+    ShardMismatch,
+)
+from conformance.judging.verdict.results import CapabilityOutcome, Finding, Results, Tally
 from conformance.judging.wire.case import Case
 from conformance.judging.wire.exchange import Exchange, Headers
 from conformance.reports.html import render_html
@@ -99,7 +105,7 @@ def test_junit_skips_with_reasons_and_fails_the_coverage_case() -> None:
 
 def test_json_with_coverage_and_latency_validates() -> None:
     results = _results(concurrency=8)
-    results.latency = [{"ttfb_s": 0.1, "p50_gap_s": 0.01, "total_s": 0.5, "buffered": False}]
+    results.latency = [StreamLatency("s", 3, ttfb_s=0.1, p50_gap_s=0.01, total_s=0.5)]
     data = results.to_json()
     assert schema_errors(data) == []
     assert data["latency_summary"]["concurrency"] == 8
@@ -126,18 +132,65 @@ def test_summary_md_has_verdict_coverage_failures_and_capabilities() -> None:
 
 
 def test_latency_percentiles() -> None:
-    entries = [{"ttfb_s": t / 100, "p50_gap_s": 0.01, "total_s": 1.0} for t in range(1, 101)]
-    entries.append({"ttfb_s": None, "buffered": True})
-    summary = latency_summary(entries, 8)
-    assert summary["ttfb_s"] == {"p50": 0.5, "p90": 0.9, "p99": 0.99}
-    assert summary["streams"] == 101 and summary["buffered"] == 1
-    assert summary["concurrency"] == 8
-    assert latency_summary([])["ttfb_s"] is None
+    entries = [
+        StreamLatency.from_dict({"ttfb_s": t / 100, "p50_gap_s": 0.01, "total_s": 1.0})
+        for t in range(1, 101)
+    ]
+    entries.append(StreamLatency.from_dict({"ttfb_s": None, "buffered": True}))
+    summary = LatencySummary.of(entries, 8)
+    assert summary.ttfb_s == Percentiles(0.5, 0.9, 0.99)
+    assert summary.streams == 101 and summary.buffered == 1
+    assert summary.concurrency == 8
+    assert LatencySummary.of([]).ttfb_s is None
+    assert LatencySummary.from_dict(summary.to_dict()) == summary
+
+
+def test_latency_records_round_trip_through_results_json() -> None:
+    results = _results(concurrency=2)
+    results.latency = [
+        StreamLatency("a", 4, 0.1, 0.11, 0.02, 0.03, 0.03, 0.2, buffered=False),
+        StreamLatency("b", 1, 0.3, 0.3, None, None, None, 0.31, buffered=True),
+    ]
+    data = json.loads(results.dumps())
+    assert data["latency"][1] == {
+        "case": "b",
+        "events": 1,
+        "ttfb_s": 0.3,
+        "first_event_s": 0.3,
+        "p50_gap_s": None,
+        "p95_gap_s": None,
+        "max_gap_s": None,
+        "total_s": 0.31,
+        "buffered": True,
+    }
+    assert list(data["latency_summary"]) == [
+        "streams", "buffered", "concurrency", "ttfb_s", "p50_gap_s", "total_s"
+    ]  # fmt: skip
+    assert data["latency_summary"]["p50_gap_s"] == {"p50": 0.02, "p90": 0.02, "p99": 0.02}
+    again = Results.from_json(data)
+    assert again.latency == results.latency and again.dumps() == results.dumps()
+
+
+def test_levels_and_outcomes_read_back_as_their_enums() -> None:
+    results = _results()
+    results.note_capability("echo", CapabilityOutcome.DECLINED, "400")
+    results.note_capability("n", "ignored", "one choice")  # a word is read as its member
+    results.run_record = RunRecord(scenarios=(ScenarioRun("a", ScenarioOutcome.SKIPPED),))
+    data = json.loads(results.dumps())
+    assert data["requirements"][0]["level"] == "MUST"
+    assert data["capabilities"]["n"] == {"outcome": "ignored", "detail": "one choice"}
+    assert data["record"]["scenarios"][0]["outcome"] == "skipped"
+    again = Results.from_json(data)
+    assert {type(t.level) for t in again.tallies.values()} == {Level}
+    assert again.capabilities["echo"].outcome is CapabilityOutcome.DECLINED
+    assert again.capabilities["n"].outcome is CapabilityOutcome.IGNORED
+    assert again.run_record.scenarios[0].outcome is ScenarioOutcome.SKIPPED
+    assert again.dumps() == results.dumps()
 
 
 def test_html_and_compare_show_latency_with_concurrency() -> None:
     results = _results(concurrency=4)
-    results.latency = [{"ttfb_s": 0.25, "p50_gap_s": 0.02, "total_s": 1.5, "buffered": False}]
+    results.latency = [StreamLatency("s", 3, ttfb_s=0.25, p50_gap_s=0.02, total_s=1.5)]
     page = render_html(results)
     assert "measured at concurrency 4" in page and "0.250" in page
     md = comparison_markdown(compare([("a", results), ("b", _results())]))

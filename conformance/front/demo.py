@@ -14,8 +14,9 @@ from pathlib import Path
 from conformance.judging.requirements import Context, Level, Requirement
 from conformance.judging.verdict.decision import decide
 from conformance.judging.verdict.examples import Outcome
+from conformance.judging.verdict.latency import StreamLatency
 from conformance.judging.verdict.record import RunRecord
-from conformance.judging.verdict.results import Capability, Finding, Results
+from conformance.judging.verdict.results import Capability, CapabilityOutcome, Finding, Results
 from conformance.judging.verdict.run_info import SpecNote
 from conformance.judging.wire.case import Case
 from conformance.judging.wire.exchange import Exchange, Headers, SSEEvent
@@ -175,51 +176,52 @@ def demo_results(*, target: str = URL, failing: bool = True) -> Results:
             Finding("ERR-ENVELOPE", Outcome.PASSED),
         ],
     )
+    offered, declined = CapabilityOutcome.OFFERED, CapabilityOutcome.DECLINED
     results.capabilities = {
-        "echo": Capability("declined", "400 with the error envelope"),
-        "best_of": Capability("offered", "200 (effect not observable)"),
-        "logprobs": Capability("ignored", "no choice carries a logprobs object")
+        "echo": Capability(declined, "400 with the error envelope"),
+        "best_of": Capability(offered, "200 (effect not observable)"),
+        "logprobs": Capability(CapabilityOutcome.IGNORED, "no choice carries a logprobs object")
         if failing
-        else Capability("offered", "200"),
-        "n": Capability("offered", "200"),
-        "suffix": Capability("declined", "400 with the error envelope"),
+        else Capability(offered, "200"),
+        "n": Capability(offered, "200"),
+        "suffix": Capability(declined, "400 with the error envelope"),
     }
     results.info.concurrency = 8
-    # The shape conformance/judging/verdict/latency.py records for each streamed 200.
+    # What conformance/judging/verdict/latency.py records for each streamed 200.
     results.latency = [
-        {
-            "case": "stream n=1",
-            "events": 4,
-            "ttfb_s": 0.171,
-            "first_event_s": 0.183,
-            "p50_gap_s": 0.018,
-            "p95_gap_s": 0.035,
-            "max_gap_s": 0.035,
-            "total_s": 0.236,
-            "buffered": False,
-        },
-        {
-            "case": "stream n=2, include_usage",
-            "events": 7,
-            "ttfb_s": 0.196,
-            "first_event_s": 0.204,
-            "p50_gap_s": 0.021,
-            "p95_gap_s": 0.052,
-            "max_gap_s": 0.052,
-            "total_s": 0.311,
-            "buffered": False,
-        },
-        {
-            "case": "stream, long prompt",
-            "events": 5,
-            "ttfb_s": 1.902,
-            "first_event_s": 1.93,
-            "p50_gap_s": 0.0,
-            "p95_gap_s": 0.001,
-            "max_gap_s": 0.001,
-            "total_s": 1.934,
-            "buffered": True,
-        },
+        StreamLatency(
+            case="stream n=1",
+            events=4,
+            ttfb_s=0.171,
+            first_event_s=0.183,
+            p50_gap_s=0.018,
+            p95_gap_s=0.035,
+            max_gap_s=0.035,
+            total_s=0.236,
+            buffered=False,
+        ),
+        StreamLatency(
+            case="stream n=2, include_usage",
+            events=7,
+            ttfb_s=0.196,
+            first_event_s=0.204,
+            p50_gap_s=0.021,
+            p95_gap_s=0.052,
+            max_gap_s=0.052,
+            total_s=0.311,
+            buffered=False,
+        ),
+        StreamLatency(
+            case="stream, long prompt",
+            events=5,
+            ttfb_s=1.902,
+            first_event_s=1.93,
+            p50_gap_s=0.0,
+            p95_gap_s=0.001,
+            max_gap_s=0.001,
+            total_s=1.934,
+            buffered=True,
+        ),
     ]
     results.info.update(
         target=target,

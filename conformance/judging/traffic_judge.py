@@ -34,7 +34,7 @@ from conformance.judging.requirements import REGISTRY, Requirement
 from conformance.judging.verdict.conclusion import conclude
 from conformance.judging.verdict.decision import applicability
 from conformance.judging.verdict.latency import stream_latency
-from conformance.judging.verdict.record import RunRecord, ScenarioRun, SkipCause
+from conformance.judging.verdict.record import RunRecord, ScenarioOutcome, ScenarioRun, SkipCause
 from conformance.judging.verdict.results import Finding, Results, Status, Tally
 from conformance.judging.verdict.run_info import (
     RegistryEntry,
@@ -156,7 +156,7 @@ def requirement_rows(results: Results, verdict: Verdict) -> list[dict[str, Any]]
         rows.append(
             {
                 "id": t.id,
-                "level": t.level,
+                "level": t.level.value,
                 "area": t.area,
                 "statement": t.statement,
                 "status": status,
@@ -332,7 +332,11 @@ class TrafficJudge:
                 reason = f"not observable from traffic: {why}"
                 unseen.append(
                     ScenarioRun(
-                        f"traffic: {name}", "skipped", SkipCause.NOT_OBSERVABLE, reason, covers
+                        f"traffic: {name}",
+                        ScenarioOutcome.SKIPPED,
+                        SkipCause.NOT_OBSERVABLE,
+                        reason,
+                        covers,
                     )
                 )
         return RunRecord(run_id=self.run_id, scenarios=tuple(unseen), **allowed)

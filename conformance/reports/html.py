@@ -8,17 +8,14 @@ The comparison of several runs (``conformance-compare --html``) is rendered here
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from conformance.judging.verdict.examples import Example, Outcome
+from conformance.judging.verdict.latency import LatencySummary, StreamLatency
 from conformance.judging.verdict.outcomes import MEANINGS
-from conformance.judging.verdict.results import (
-    RESULTS_SCHEMA_VERSION,
-    Results,
-    Tally,
-    latency_summary,
-)
+from conformance.judging.verdict.results import RESULTS_SCHEMA_VERSION, Results, Tally
 from conformance.judging.verdict.run_info import RunInfo
 from conformance.judging.verdict.verdict import Coverage
 from conformance.reports.matrix import DIFFER_LEGEND, SCORES_LEGEND, Comparison
@@ -128,14 +125,17 @@ def latency_cell(value: Any) -> tuple[str, bool]:
     return str(value), False
 
 
+#: The per-stream table's columns: every figure of a StreamLatency, in its order.
+LATENCY_COLUMNS = tuple(f.name for f in fields(StreamLatency))
+
+
 def latency_table(
-    entries: list[dict[str, Any]],
+    entries: list[StreamLatency],
 ) -> tuple[list[str], list[list[tuple[str, bool]]]]:
-    """Columns (every key, in order of first appearance) and rows of the latency table."""
-    columns: list[str] = []
-    for entry in entries:
-        columns += [key for key in entry if key not in columns]
-    rows = [[latency_cell(entry.get(col)) for col in columns] for entry in entries]
+    """Columns (every figure of an entry, none without entries) and rows of the latency
+    table."""
+    columns = list(LATENCY_COLUMNS) if entries else []
+    rows = [[latency_cell(getattr(entry, col)) for col in columns] for entry in entries]
     return columns, rows
 
 
@@ -198,7 +198,7 @@ def report_context(results: Results) -> dict[str, Any]:
         "deciding": sum(1 for r in failures if r["status"] != WARNED),
         "failures": failures,
         "capabilities": capability_rows(results),
-        "latency_summary": latency_summary(results.latency, info.concurrency),
+        "latency_summary": LatencySummary.of(results.latency, info.concurrency),
         "observed": observed_statuses(info),
         "latency_columns": columns,
         "latency_rows": latency_rows,

@@ -7,8 +7,10 @@ cell goes through :func:`cell`, which keeps the table intact and the text inert.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
+from conformance.judging.requirements import Level
+from conformance.judging.verdict.latency import LatencySummary
+from conformance.judging.verdict.results import CapabilityOutcome
 from conformance.judging.verdict.run_info import RunInfo
 from conformance.judging.verdict.verdict import Uncovered
 from conformance.reports.matrix import (
@@ -37,8 +39,13 @@ _ICON = {
     SUITE_ERROR: "💥 suite error",
 }
 _VERDICT = {"passed": "✅ passed", "failed": "❌ failed"}  # others: ⚠️ and the word
-_OFFER = {"offered": "✅", "declined": "⊘", "ignored": "⚠️", "broken": "❌"}
-_LEVEL_LABEL = {"MUST": "MUST passed", "SHOULD": "SHOULD passed"}
+_OFFER = {
+    CapabilityOutcome.OFFERED: "✅",
+    CapabilityOutcome.DECLINED: "⊘",
+    CapabilityOutcome.IGNORED: "⚠️",
+    CapabilityOutcome.BROKEN: "❌",
+}
+_LEVEL_LABEL = {Level.MUST: "MUST passed", Level.SHOULD: "SHOULD passed"}
 
 
 def cell(text: object) -> str:
@@ -74,19 +81,25 @@ def offer_cell(o: Offer) -> str:
     if not o.outcome:
         return "not probed"
     text = f"{_OFFER.get(o.outcome, '')} {o.outcome}".strip()
-    return text if o.outcome == "offered" or not o.detail else f"{text} ({o.detail})"
+    return (
+        text if o.outcome == CapabilityOutcome.OFFERED or not o.detail else f"{text} ({o.detail})"
+    )
 
 
-def latency_cell(summary: dict[str, Any]) -> str:
+def latency_cell(summary: LatencySummary) -> str:
     """``TTFB p50/p90/p99 0.120/0.300/0.410 s; ...`` of one run, or ``n/a``."""
-    if not summary.get("streams"):
+    if not summary.streams:
         return "n/a"
     parts = [
-        f"{name} {'/'.join(f'{v:.3f}' for v in summary[key].values())}"
-        for key, name in (("ttfb_s", "TTFB"), ("p50_gap_s", "gap"), ("total_s", "total"))
-        if summary.get(key)
+        f"{name} {'/'.join(f'{v:.3f}' for v in figure.values)}"
+        for figure, name in (
+            (summary.ttfb_s, "TTFB"),
+            (summary.p50_gap_s, "gap"),
+            (summary.total_s, "total"),
+        )
+        if figure is not None
     ]
-    where = summary.get("concurrency")
+    where = summary.concurrency
     return (
         "; ".join(parts) + f" (p50/p90/p99 s, concurrency {where if where is not None else 'n/a'})"
     )
@@ -111,7 +124,7 @@ def comparison_markdown(comparison: Comparison) -> str:
         ["Verdict", *(_VERDICT.get(t.verdict, f"⚠️ {t.verdict}") for t in comparison.targets)],
         *(
             [_LEVEL_LABEL[level], *(t.scores[level].text() for t in comparison.targets)]
-            for level in ("MUST", "SHOULD")
+            for level in (Level.MUST, Level.SHOULD)
         ),
         ["Capabilities offered", *(t.offered.text() for t in comparison.targets)],
         ["Untested", *(_untested(t.coverage.untested) for t in comparison.targets)],

@@ -8,9 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from conformance.judging.verdict.results import Capability, Results, Spent, Tally, latency_summary
+from conformance.judging.requirements import Level
+from conformance.judging.verdict.latency import LatencySummary
+from conformance.judging.verdict.results import (
+    Capability,
+    CapabilityOutcome,
+    Results,
+    Spent,
+    Tally,
+)
 from conformance.judging.verdict.run_info import BaselineDiff, RunInfo
 from conformance.judging.verdict.verdict import Coverage
 from conformance.reports.summary import (
@@ -89,14 +96,14 @@ class Cell:
 class Offer:
     """How one target treated one probed feature: offered, declined, ignored or broken."""
 
-    outcome: str  # empty when the feature was not probed in that run
+    outcome: CapabilityOutcome | None  # None when the feature was not probed in that run
     detail: str = ""
 
 
 def offer(entry: Capability | None) -> Offer:
     """The :class:`Offer` of one capability-table entry (None: not probed)."""
     if entry is None:
-        return Offer("")
+        return Offer(None)
     return Offer(entry.outcome, entry.detail)
 
 
@@ -105,7 +112,7 @@ class Row:
     """One requirement across every target."""
 
     id: str
-    level: str
+    level: Level
     area: str
     statement: str
     cells: tuple[Cell, ...]
@@ -117,13 +124,13 @@ class Target:
 
     name: str
     verdict: str
-    scores: dict[str, Score]
+    scores: dict[Level, Score]
     offered: Offered  # the capability figure, from the capability table
     info: RunInfo
     spent: Spent
     baseline: BaselineDiff | None
     coverage: Coverage
-    latency: dict[str, Any]
+    latency: LatencySummary
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +239,7 @@ def compare(runs: list[tuple[str, Results]]) -> Comparison:
             spent=r.spent,
             baseline=r.info.baseline,
             coverage=coverage_of(r),
-            latency=latency_summary(r.latency, r.info.concurrency),
+            latency=LatencySummary.of(r.latency, r.info.concurrency),
         )
         for name, r in runs
     )

@@ -13,8 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from conformance.judging.verdict.examples import Example, Outcome
+from conformance.judging.verdict.latency import LatencySummary
 from conformance.judging.verdict.outcomes import MEANINGS
-from conformance.judging.verdict.results import Results, Tally, latency_summary
+from conformance.judging.verdict.results import Results, Tally
 from conformance.reports.markdown import cell, table
 from conformance.reports.summary import (
     ERROR,
@@ -174,19 +175,23 @@ def summary_markdown(results: Results) -> str:
         )
         if baseline.new:
             lines += ["", "New fingerprints: " + ", ".join(f"`{cell(f)}`" for f in baseline.new)]
-    lat = latency_summary(results.latency, info.concurrency)
-    if lat["streams"]:
+    lat = LatencySummary.of(results.latency, info.concurrency)
+    if lat.streams:
         parts = [
-            f"{name} p50/p90/p99 {'/'.join(f'{v:.3f}' for v in lat[key].values())} s"
-            for key, name in (("ttfb_s", "TTFB"), ("p50_gap_s", "gap"), ("total_s", "total"))
-            if lat[key]
+            f"{name} p50/p90/p99 {'/'.join(f'{v:.3f}' for v in figure.values)} s"
+            for figure, name in (
+                (lat.ttfb_s, "TTFB"),
+                (lat.p50_gap_s, "gap"),
+                (lat.total_s, "total"),
+            )
+            if figure is not None
         ]
         lines += [
             "",
-            f"Streaming latency over {lat['streams']} streams at concurrency "
-            f"{lat['concurrency'] if lat['concurrency'] is not None else 'n/a'}: "
+            f"Streaming latency over {lat.streams} streams at concurrency "
+            f"{lat.concurrency if lat.concurrency is not None else 'n/a'}: "
             + "; ".join(parts)
-            + f"; {lat['buffered']} look buffered.",
+            + f"; {lat.buffered} look buffered.",
         ]
     # What the suite corrected and how it read open points: available, folded away.
     lines += [

@@ -16,11 +16,17 @@ from conformance.judging.verdict.capabilities import VALUE
 from conformance.judging.verdict.decision import verdict_of as decided_verdict
 from conformance.judging.verdict.examples import Example, Outcome
 from conformance.judging.verdict.outcomes import SHARD_MEANINGS
-from conformance.judging.verdict.results import Results, Status, Tally
+from conformance.judging.verdict.results import (
+    CAPABILITY_OUTCOMES,
+    CapabilityOutcome,
+    Results,
+    Status,
+    Tally,
+)
 from conformance.judging.verdict.run_info import RegistryEntry, RunInfo
 from conformance.judging.verdict.verdict import Coverage, Uncovered, Verdict, deciding_levels
 
-LEVELS = tuple(level.value for level in Level)
+LEVELS = tuple(Level)
 
 # Statuses of one requirement in one run, as the reports show them (Tally.status_under).
 PASSED = Status.PASSED
@@ -257,7 +263,7 @@ def by_area_and_level(results: Results) -> dict[str, dict[str, Counts]]:
 class Score:
     """Tested requirements of one level that held on every exchange judged."""
 
-    level: str
+    level: Level
     passed: int
     tested: int
 
@@ -272,7 +278,7 @@ class Score:
         return "n/a" if pct is None else f"{pct:.0f}% ({self.passed}/{self.tested})"
 
 
-def scores(results: Results) -> dict[str, Score]:
+def scores(results: Results) -> dict[Level, Score]:
     """One score per level; see docs/results-schema.md ("Scores") for the definition.
 
     A requirement counts as tested when at least one exchange was judged by it, and as
@@ -295,8 +301,6 @@ def scores(results: Results) -> dict[str, Score]:
     return out
 
 
-#: The outcomes of a capability probe (conformance/judging/verdict/capabilities.py), in the order shown.
-OFFER_OUTCOMES = ("offered", "declined", "ignored", "broken")
 #: What the capability figure is, wherever it is shown.
 OFFERED_LEGEND = (
     "Capabilities offered: the share of the features of the capability table the run probed "
@@ -311,7 +315,8 @@ class Offered:
     """The capability figure, computed from the capability table (never from the one
     CAPABILITY-level requirement): how many probed features and forms ended in each outcome."""
 
-    counts: tuple[tuple[str, int], ...]  # (outcome, features), OFFER_OUTCOMES first
+    #: (outcome, features), every outcome in CAPABILITY_OUTCOMES' order (best first)
+    counts: tuple[tuple[CapabilityOutcome, int], ...]
 
     @property
     def probed(self) -> int:
@@ -319,7 +324,7 @@ class Offered:
 
     @property
     def offered(self) -> int:
-        return dict(self.counts).get("offered", 0)
+        return dict(self.counts).get(CapabilityOutcome.OFFERED, 0)
 
     @property
     def percent(self) -> float | None:
@@ -327,7 +332,9 @@ class Offered:
 
     def detail(self) -> str:
         """``4/5; 1 broken``: offered of probed, then each other outcome seen."""
-        others = ", ".join(f"{n} {o}" for o, n in self.counts if o != "offered" and n)
+        others = ", ".join(
+            f"{n} {o}" for o, n in self.counts if o != CapabilityOutcome.OFFERED and n
+        )
         return f"{self.offered}/{self.probed}" + (f"; {others}" if others else "")
 
     def text(self) -> str:
@@ -372,17 +379,15 @@ def refused_of(results: Results) -> Refused | None:
 
 def offered_of(results: Results) -> Offered:
     """The capability figure of ``results`` (its capability table)."""
-    seen: dict[str, int] = dict.fromkeys(OFFER_OUTCOMES, 0)
+    seen = dict.fromkeys(CAPABILITY_OUTCOMES, 0)
     for feature, entry in results.capabilities.items():
         if feature.startswith(VALUE):
             continue  # a refused value, not a probed feature: no offered twin to weigh it
-
-        outcome = entry.outcome or "broken"
-        seen[outcome] = seen.get(outcome, 0) + 1
+        seen[entry.outcome] += 1
     return Offered(tuple(seen.items()))
 
 
-def capability_rows(results: Results) -> list[tuple[str, str, str]]:
+def capability_rows(results: Results) -> list[tuple[str, CapabilityOutcome, str]]:
     """The capability table as (feature, outcome, detail), sorted by feature."""
     return [
         (feature, entry.outcome, entry.detail)

@@ -27,7 +27,7 @@ from conformance.judging.checks import load_checks
 from conformance.judging.document.spec import Spec
 from conformance.judging.requirements import REGISTRY, Requirement
 from conformance.judging.verdict.events import Emitter, ScenarioFinished
-from conformance.judging.verdict.record import ScenarioRun
+from conformance.judging.verdict.record import ScenarioOutcome, ScenarioRun
 from conformance.judging.verdict.results import Results, tokens_used
 from conformance.judging.wire.case import Case
 from conformance.judging.wire.exchange import Exchange
@@ -378,8 +378,9 @@ def execute(run: Run, scenarios: Sequence[Scenario], results: Results) -> list[P
             try:
                 outcome = play(item, scenario, param)
             except Exception as exc:  # a defect of the suite: reported, the run goes on
-                outcome = ItemOutcome("error", f"{type(exc).__name__}: {exc}")
-                ran = ScenarioRun(scenario.item_id(param), "error", reason=outcome.message)
+                error = ScenarioOutcome.ERROR
+                outcome = ItemOutcome(error, f"{type(exc).__name__}: {exc}")
+                ran = ScenarioRun(scenario.item_id(param), error, reason=outcome.message)
                 item.results.note_played(ran)
                 run.emit(ScenarioFinished(ran))
             merge_item(results, item.results)

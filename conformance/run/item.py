@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from conformance.judging.document.spec import Spec
 from conformance.judging.judge import judge_into
 from conformance.judging.verdict.events import ExchangeJudged
 from conformance.judging.verdict.examples import Outcome
 from conformance.judging.verdict.latency import stream_latency
-from conformance.judging.verdict.record import ScenarioRun, SkipCause
+from conformance.judging.verdict.record import ScenarioOutcome, ScenarioRun, SkipCause
 from conformance.judging.verdict.results import Finding, Results
 from conformance.judging.verdict.run_info import SentAlone
 from conformance.judging.verdict.verdict import deciding_levels
@@ -45,7 +45,7 @@ def no_verdict_reason(retry: RetryPolicy) -> str:
 class ItemOutcome:
     """How one played scenario ended, in the words a test runner needs."""
 
-    word: Literal["passed", "failed", "skipped", "error"]
+    word: ScenarioOutcome
     message: str = ""
 
 
@@ -191,7 +191,7 @@ class ItemRun:
             return ScenarioRun(
                 item_id, outcome.word, skip.cause, skip.reason, tuple(sorted(skip.covers))
             )
-        if outcome.word == "skipped" and self.run.rate_limited:
+        if outcome.word == ScenarioOutcome.SKIPPED and self.run.rate_limited:
             return ScenarioRun(item_id, outcome.word, SkipCause.RATE_LIMITED, outcome.message)
         return ScenarioRun(item_id, outcome.word)
 
@@ -212,13 +212,15 @@ class ItemRun:
                 f"{exchange.case.label or exchange.case.mode}: {finding.message}"
             )
         if lines:
-            return ItemOutcome("failed", "\n".join(lines))
+            return ItemOutcome(ScenarioOutcome.FAILED, "\n".join(lines))
         if self.run.rate_limited:
             # Skipped, not failed: the run as a whole ends without a verdict.
             reason = no_verdict_reason(self.run.client.retry)
-            return ItemOutcome("skipped", f"conformance: no verdict reached: {reason}")
+            return ItemOutcome(
+                ScenarioOutcome.SKIPPED, f"conformance: no verdict reached: {reason}"
+            )
         if self.skip_reason:
-            return ItemOutcome("skipped", self.skip_reason)
+            return ItemOutcome(ScenarioOutcome.SKIPPED, self.skip_reason)
         if self.budget_note and not self.results.spent.requests:
-            return ItemOutcome("skipped", self.budget_note)
-        return ItemOutcome("passed")
+            return ItemOutcome(ScenarioOutcome.SKIPPED, self.budget_note)
+        return ItemOutcome(ScenarioOutcome.PASSED)

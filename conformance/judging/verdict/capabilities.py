@@ -25,7 +25,8 @@ from typing import Any
 from conformance.judging.document.oracle import CROSS_BEST_OF_BELOW_N, CROSS_BEST_OF_STREAM
 from conformance.judging.document.spec import Spec
 from conformance.judging.requirements import REGISTRY, Level
-from conformance.judging.verdict.results import Finding, Results
+from conformance.judging.verdict.examples import Outcome
+from conformance.judging.verdict.results import CapabilityOutcome, Finding, Results
 from conformance.judging.wire.case import MAY_REFUSE_TAG, Case
 from conformance.judging.wire.exchange import Exchange
 
@@ -148,7 +149,7 @@ def seed_twin(first: Case) -> Case:
 class Assessment:
     """One probe's outcome and why, for the table's detail column."""
 
-    outcome: str
+    outcome: CapabilityOutcome
     detail: str
 
 
@@ -276,31 +277,37 @@ def assess(
     feature = feature_of(case)
     status = exchange.status
     if status is None:
-        return Assessment("broken", f"no answer ({exchange.transport_error or 'no status'})")
+        return Assessment(
+            CapabilityOutcome.BROKEN, f"no answer ({exchange.transport_error or 'no status'})"
+        )
     if 400 <= status < 500 and status != 429:
         message = _error_message(exchange)
         if message is not None:
             # The target's own words say why: a reader (and a requirement it leaves out)
             # gets the decline as it was given.
-            return Assessment("declined", f"{status} with the error envelope: {_quoted(message)}")
-        return Assessment("broken", f"{status} without the error envelope")
+            return Assessment(
+                CapabilityOutcome.DECLINED, f"{status} with the error envelope: {_quoted(message)}"
+            )
+        return Assessment(CapabilityOutcome.BROKEN, f"{status} without the error envelope")
     if status != 200:
-        return Assessment("broken", f"status {status}")
+        return Assessment(CapabilityOutcome.BROKEN, f"status {status}")
     # No visible effect is the more precise diagnosis than the MUST failure it also causes
     # (one choice for n=2 fails CHOICES-COUNT too): the finding still counts for the verdict.
     effect = EFFECTS.get(feature)
     reason = effect(case, exchange, related) if effect else None
     if reason:
-        return Assessment("ignored", reason)
+        return Assessment(CapabilityOutcome.IGNORED, reason)
     prefixes = owners(feature)
     for f in findings:
         req = REGISTRY.get(f.requirement)
         if req is not None and spec is not None:
             req = req.under(spec)
         must = req is not None and req.level == Level.MUST
-        if f.outcome == "failed" and must and prefixes and f.requirement.startswith(prefixes):
-            return Assessment("broken", f"{f.requirement} failed: {f.message}")
-    return Assessment("offered", "200" + ("" if effect else " (effect not observable)"))
+        if f.outcome == Outcome.FAILED and must and prefixes and f.requirement.startswith(prefixes):
+            return Assessment(CapabilityOutcome.BROKEN, f"{f.requirement} failed: {f.message}")
+    return Assessment(
+        CapabilityOutcome.OFFERED, "200" + ("" if effect else " (effect not observable)")
+    )
 
 
 def classify(
@@ -309,7 +316,7 @@ def classify(
     findings: Iterable[Finding] = (),
     related: Sequence[Exchange] = (),
     spec: Spec | None = None,
-) -> str:
+) -> CapabilityOutcome:
     """``offered`` | ``declined`` | ``ignored`` | ``broken`` (see :func:`assess`)."""
     return assess(case, exchange, findings, related, spec).outcome
 
@@ -347,7 +354,7 @@ BEST_OF_FORMS = {
 }
 
 
-def observed(case: Case, exchange: Exchange) -> tuple[str, str, str] | None:
+def observed(case: Case, exchange: Exchange) -> tuple[str, CapabilityOutcome, str] | None:
     """A capability-table entry (feature, outcome, detail) that a conformance request shows
     by itself: a valid edge value declined with a proper 4xx, or an invalid best_of request
     served (best_of ignored). None for anything else (probes enter the table themselves)."""
@@ -356,12 +363,12 @@ def observed(case: Case, exchange: Exchange) -> tuple[str, str, str] | None:
         return None
     if case.mode == "invalid" and status == 200 and case.breaks in BEST_OF_FORMS:
         feature, detail = BEST_OF_FORMS[case.breaks]
-        return feature, "ignored", detail
+        return feature, CapabilityOutcome.IGNORED, detail
     message = _error_message(exchange)
     refused = 400 <= status < 500 and status != 429 and message is not None
     if case.mode == "edge" and refused and MAY_REFUSE_TAG not in case.tags:
         detail = f"{status} with the error envelope: {_quoted(message or '')}"
-        return VALUE + (case.label or "an edge request"), "declined", detail
+        return VALUE + (case.label or "an edge request"), CapabilityOutcome.DECLINED, detail
     return None
 
 
@@ -382,6 +389,6 @@ def unmet(results: Results, required: Iterable[str]) -> list[str]:
             out.append(f"{name}: not probed in this run")
             continue
         for feature, entry in sorted(entries.items()):
-            if entry.outcome != "offered":
+            if entry.outcome != CapabilityOutcome.OFFERED:
                 out.append(f"{feature}: {entry.outcome} ({entry.detail})")
     return out

@@ -46,6 +46,15 @@ class SkipCause(StrEnum):
     NOT_OBSERVABLE = "not-observable"
 
 
+class ScenarioOutcome(StrEnum):
+    """How one played scenario item ended, in a test runner's words (``ScenarioRun.outcome``)."""
+
+    PASSED = "passed"
+    FAILED = "failed"  # a requirement that decides the verdict failed
+    SKIPPED = "skipped"  # nothing was judged: ``ScenarioRun.cause`` says why
+    ERROR = "error"  # the scenario itself raised: a defect of the suite
+
+
 #: The only reasons a scenario may go unrun in a run that passes.
 EXCUSED = frozenset(
     {
@@ -67,11 +76,14 @@ class ScenarioRun:
     """
 
     id: str
-    outcome: str  # passed | failed | skipped | error
+    outcome: ScenarioOutcome
     cause: SkipCause | None = None
     reason: str = ""
     covers: tuple[str, ...] = ()
     unsent: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "outcome", ScenarioOutcome(self.outcome))
 
     @property
     def excused(self) -> bool:
@@ -81,7 +93,7 @@ class ScenarioRun:
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
-            "outcome": self.outcome,
+            "outcome": self.outcome.value,
             "cause": None if self.cause is None else self.cause.value,
             "reason": self.reason,
             "covers": list(self.covers),
@@ -93,7 +105,7 @@ class ScenarioRun:
         cause = data.get("cause")
         return cls(
             id=str(data["id"]),
-            outcome=str(data.get("outcome", "passed")),
+            outcome=ScenarioOutcome(data.get("outcome", "passed")),
             cause=None if cause is None else SkipCause(cause),
             reason=str(data.get("reason", "")),
             covers=tuple(data.get("covers", ())),

@@ -17,7 +17,7 @@ from conformance.judging.document.spec import Spec
 from conformance.judging.requirements import Context, Level, Requirement, Unsupported, Violation
 from conformance.judging.verdict.examples import Example, Outcome, evidence, jsonable
 from conformance.judging.verdict.fingerprint import fingerprint, request_class
-from conformance.judging.verdict.latency import percentile
+from conformance.judging.verdict.latency import LatencySummary, StreamLatency
 from conformance.judging.verdict.record import RunRecord
 from conformance.judging.verdict.run_info import VERDICT_KEYS, RunInfo
 from conformance.judging.verdict.state import StateOwner
@@ -184,7 +184,7 @@ class Tally:
     """
 
     id: str
-    level: str
+    level: Level
     area: str
     statement: str
     source: str
@@ -205,6 +205,9 @@ class Tally:
     #: Requests sent more than once (case.REPEATED_TAG), by label: [sends failed, sends
     #: judged]. results.json keeps those with a failure.
     sends: dict[str, list[int]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.level = Level(self.level)  # given as a string, read as its Level
 
     @property
     def intermittent(self) -> list[tuple[str, int, int]]:
@@ -231,7 +234,7 @@ class Tally:
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
-            "level": self.level,
+            "level": self.level.value,
             "area": self.area,
             "statement": self.statement,
             "source": self.source,
@@ -271,8 +274,18 @@ class Tally:
         self.examples.append(example)
 
 
-#: How bad each capability outcome is: merging two observations keeps the worse.
-CAPABILITY_OUTCOMES = ("offered", "declined", "ignored", "broken")
+class CapabilityOutcome(StrEnum):
+    """How a target answered a capability probe (conformance.judging.verdict.capabilities),
+    from the best to the worst: merging two observations keeps the worse."""
+
+    OFFERED = "offered"  # answered 200 and, where visible, the feature had its effect
+    DECLINED = "declined"  # a proper 4xx with the error envelope: a gap, not a failure
+    IGNORED = "ignored"  # answered 200, but the feature had no effect
+    BROKEN = "broken"  # a 5xx, no answer, a 4xx without the envelope, a MUST it owns failed
+
+
+#: The capability outcomes, best first (the order every report shows them in).
+CAPABILITY_OUTCOMES = tuple(CapabilityOutcome)
 
 
 @dataclass(slots=True)
@@ -302,17 +315,20 @@ class Spent:
 @dataclass(frozen=True, slots=True)
 class Capability:
     """One entry of the capability table: how the target answered the single-feature probe
-    (``outcome``, one of CAPABILITY_OUTCOMES) and what was seen (``detail``)."""
+    (``outcome``) and what was seen (``detail``)."""
 
-    outcome: str
+    outcome: CapabilityOutcome
     detail: str = ""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "outcome", CapabilityOutcome(self.outcome))
+
     def to_json(self) -> dict[str, str]:
-        return {"outcome": self.outcome, "detail": self.detail}
+        return {"outcome": self.outcome.value, "detail": self.detail}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Capability:
-        return cls(str(data.get("outcome", "")), str(data.get("detail", "")))
+        return cls(CapabilityOutcome(str(data.get("outcome"))), str(data.get("detail", "")))
 
 
 @dataclass
@@ -331,7 +347,7 @@ class Results(StateOwner):
     info: RunInfo = field(default_factory=RunInfo)
     spent: Spent = field(default_factory=Spent)
     capabilities: dict[str, Capability] = field(default_factory=dict)
-    latency: list[dict[str, Any]] = field(default_factory=list)
+    latency: list[StreamLatency] = field(default_factory=list)
     verdict: Verdict | None = None
     #: The run record without the identity ``info`` holds (``run_record`` shows it whole;
     #: conformance.judging.verdict.state); None: nothing recorded.
@@ -350,7 +366,7 @@ class Results(StateOwner):
             tallies={
                 r.id: Tally(
                     r.id,
-                    r.level.value,
+                    r.level,
                     r.area,
                     r.statement,
                     r.source,
@@ -404,14 +420,13 @@ class Results(StateOwner):
                     )
                 )
 
-    def note_capability(self, feature: str, outcome: str, detail: str = "") -> None:
+    def note_capability(self, feature: str, outcome: CapabilityOutcome, detail: str = "") -> None:
         """Enter one probe's outcome in the capability table; the worse of two stays."""
         if outcome not in CAPABILITY_OUTCOMES:
             raise ValueError(f"unknown capability outcome {outcome!r}")
         known = self.capabilities.get(feature)
         rank = CAPABILITY_OUTCOMES.index
-        before = known.outcome if known is not None and known.outcome else "offered"
-        if known is None or rank(outcome) > rank(before):
+        if known is None or rank(outcome) > rank(known.outcome):
             self.capabilities[feature] = Capability(outcome, detail)
 
     def merge(self, other: Results) -> None:
@@ -460,7 +475,7 @@ class Results(StateOwner):
         A requirement whose check raised (see :meth:`errors`) always decides: a suite defect
         must never end in a green run, whatever the level or the baseline.
         """
-        levels = {Level.MUST.value} | ({Level.SHOULD.value} if strict else set())
+        levels = {Level.MUST} | ({Level.SHOULD} if strict else set())
         return [
             t
             for t in self.tallies.values()
@@ -479,8 +494,8 @@ class Results(StateOwner):
             "spent": self.spent.to_json(),
             "requirements": [t.to_json() for t in self.tallies.values()],
             "capabilities": {f: c.to_json() for f, c in self.capabilities.items()},
-            "latency": self.latency,
-            "latency_summary": latency_summary(self.latency, self.info.concurrency),
+            "latency": [entry.to_dict() for entry in self.latency],
+            "latency_summary": LatencySummary.of(self.latency, self.info.concurrency).to_dict(),
         } | ({} if self.run_record.blank else {"record": self.run_record.to_json()})
 
     @classmethod
@@ -502,7 +517,7 @@ class Results(StateOwner):
             capabilities={
                 k: Capability.from_json(v) for k, v in data.get("capabilities", {}).items()
             },
-            latency=list(data.get("latency", [])),
+            latency=[StreamLatency.from_dict(e) for e in data.get("latency", [])],
         )
         # An older results.json kept no record: decide() reads what it recorded instead
         # (conformance.judging.verdict.decision.recorded_record).
@@ -517,38 +532,6 @@ class Results(StateOwner):
     def loads(cls, text: str) -> Results:
         """Results from the text of a results.json (:meth:`dumps` read back)."""
         return cls.from_json(json.loads(text))
-
-
-#: The per-stream latency figures summarised over a run, and the percentiles shown.
-LATENCY_FIGURES = {
-    "ttfb_s": "time to first byte",
-    "p50_gap_s": "inter-chunk gap (stream median)",
-    "total_s": "total time per stream",
-}
-PERCENTILES = (50, 90, 99)
-
-
-def latency_summary(entries: list[dict[str, Any]], concurrency: Any = None) -> dict[str, Any]:
-    """p50/p90/p99 of time to first byte, inter-chunk gap and total time over the streams.
-
-    The gap of a stream is its median gap between events, so one slow stream weighs as
-    one stream. ``concurrency`` is the number of requests in flight they were measured at.
-    """
-    out: dict[str, Any] = {
-        "streams": len(entries),
-        "buffered": sum(1 for e in entries if e.get("buffered") is True),
-        "concurrency": concurrency,
-    }
-    for key in LATENCY_FIGURES:
-        values = [
-            float(e[key])
-            for e in entries
-            if isinstance(e.get(key), int | float) and not isinstance(e.get(key), bool)
-        ]
-        out[key] = (
-            {f"p{q}": round(percentile(values, q), 4) for q in PERCENTILES} if values else None
-        )
-    return out
 
 
 def tokens_used(exchange: Exchange) -> int:

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from conformance.judging.requirements import Level
+
 #: The keys of ``meta`` that hold the verdict (``Results.verdict``), in their order.
 VERDICT_KEYS = ("verdict", "verdict_reasons", "coverage", "not_run")
 
@@ -170,15 +172,15 @@ class Unobservable:
     """A requirement judged traffic cannot show (``meta.traffic.not_observable``)."""
 
     id: str
-    level: str
+    level: Level
     reason: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "level": self.level, "reason": self.reason}
+        return {"id": self.id, "level": self.level.value, "reason": self.reason}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Unobservable:
-        return cls(str(data.get("id")), str(data.get("level", "")), str(data.get("reason", "")))
+        return cls(str(data.get("id")), Level(str(data.get("level"))), str(data.get("reason", "")))
 
 
 @dataclass(frozen=True, slots=True)
