@@ -18,7 +18,6 @@ import re
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from conformance.judging.document.spec import Spec
@@ -137,24 +136,18 @@ def _valid(run: RunState, batch: int, *, stream: bool = False) -> list[Case]:
 
 
 def _edges(run: RunState, batch: int) -> list[Case]:
-    from conformance.strategies import edge_requests
+    from conformance.run.ahead import edge_list
 
-    s = run.settings
-    build = partial(
-        edge_requests, run.spec, model=s.model, max_tokens=s.max_tokens, vocab_size=s.vocab_size
-    )
-    cases = run.shared("edge_requests", build)[batch::BATCHES]
+    cases = edge_list(run)[batch::BATCHES]  # built once per run (ahead.py), sliced per batch
     # Sent again where the budget allows (the default's does, 3x over): see case.repeated.
-    return repeated(cases) if s.budget_requests >= REPEAT_BUDGET else cases
+    return repeated(cases) if run.settings.budget_requests >= REPEAT_BUDGET else cases
 
 
 def _invalid(run: RunState, batch: int) -> list[Case]:
     """One request per rule the spec states: cheap, since each must be rejected unserved."""
-    from conformance.strategies import invalid_cases
+    from conformance.run.ahead import invalid_list
 
-    # Built once per run (each candidate is validated), sliced per batch.
-    build = partial(invalid_cases, run.spec, model=run.settings.model, max_tokens=1)
-    return run.shared("invalid_cases", build)[batch::BATCHES]
+    return invalid_list(run)[batch::BATCHES]  # built once per run (ahead.py), sliced per batch
 
 
 # -- probes --------------------------------------------------------------------------------
