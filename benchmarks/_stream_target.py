@@ -1,6 +1,6 @@
 """An upstream for the proxy benchmark: paced completion streams stamped with send times.
 
-    python benchmarks/_stream_target.py
+    python benchmarks/_stream_target.py [--server pure|c]
 
 Binds 127.0.0.1 on a free port and prints ``URL http://127.0.0.1:PORT`` once it serves.
 ``POST /v1/completions`` with ``stream: true`` answers ``max_tokens`` conformant
@@ -10,10 +10,13 @@ written alone and carrying ``"t"``: ``time.monotonic_ns()`` when it was written 
 extra field, which a client must accept). CLOCK_MONOTONIC is one clock for every process
 of the machine, so a client subtracts it from its own arrival time: the latency of that
 chunk. A raw ASGI app, so that no framework's work sits between the stamp and the write.
+``--server``: uvicorn on h11 and asyncio (pure, the default, whatever is installed) or on
+httptools and uvloop (c; ``pip install httptools``).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import socket
@@ -81,11 +84,19 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--server", choices=["pure", "c"], default="pure")
+    c = ap.parse_args().server == "c"
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="off", backlog=4096
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        backlog=4096,
+        http="httptools" if c else "h11",
     )
     server = uvicorn.Server(config)
 
@@ -99,7 +110,12 @@ def main() -> None:
         print(f"URL http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
         await task
 
-    asyncio.run(serve())
+    if c:
+        import uvloop
+
+        uvloop.run(serve())
+    else:
+        asyncio.run(serve())
 
 
 if __name__ == "__main__":

@@ -51,14 +51,14 @@ KEY = "sk-bench-0123456789"
 class Process:
     """A child process that prints its URL on its first line of output."""
 
-    def __init__(self, cmd: list[str], marker: str) -> None:
-        self.cmd, self.marker = cmd, marker
+    def __init__(self, cmd: list[str], marker: str, env: dict[str, str] | None = None) -> None:
+        self.cmd, self.marker, self.env = cmd, marker, env or {}
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
         self.log = tempfile.TemporaryFile("w+")  # noqa: SIM115  (its stderr, read on failure)
 
     def start(self) -> str:
-        env = bench.bench_env(PYTHONUNBUFFERED="1")
+        env = bench.bench_env(PYTHONUNBUFFERED="1", **self.env)
         self.proc = subprocess.Popen(
             self.cmd,
             stdout=subprocess.PIPE,
@@ -126,11 +126,28 @@ class Process:
         return out
 
 
-def upstream() -> Process:
-    return Process([bench.PYTHON, str(bench.BENCH_DIR / "_stream_target.py")], "URL ")
+def upstream(server: str = "pure") -> Process:
+    return Process(
+        [bench.PYTHON, str(bench.BENCH_DIR / "_stream_target.py"), "--server", server], "URL "
+    )
 
 
-def proxy(target: str, report_dir: Path, *extra: str) -> Process:
+#: The proxies a run may compare (--variants), each with its options and environment:
+#: judging every exchange (the default) or none (``--sample 0``), forwarding as the proxy
+#: does by default (uvloop, several upstream pools), on asyncio's loop, or as before issue
+#: 36 ("pure": asyncio, one pool); conformance.front.forward.SERVER_ENV.
+PURE = {"CONFORMANCE_FORWARD_SERVER": "pure"}
+VARIANTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
+    "proxy": ((), {}),
+    "proxy-sample-0": (("--sample", "0"), {}),
+    "proxy-pure": ((), PURE),
+    "proxy-pure-sample-0": (("--sample", "0"), PURE),
+    "proxy-asyncio": ((), {"CONFORMANCE_FORWARD_SERVER": "asyncio"}),
+    "proxy-asyncio-sample-0": (("--sample", "0"), {"CONFORMANCE_FORWARD_SERVER": "asyncio"}),
+}
+
+
+def proxy(target: str, report_dir: Path, *extra: str, env: dict[str, str] | None = None) -> Process:
     cmd = [
         bench.PYTHON,
         "-m",
@@ -144,7 +161,7 @@ def proxy(target: str, report_dir: Path, *extra: str) -> Process:
         str(report_dir),
         *extra,
     ]
-    return Process(cmd, "live verdict at")
+    return Process(cmd, "live verdict at", env)
 
 
 def body(chunks: int) -> dict[str, Any]:
@@ -410,6 +427,18 @@ def main() -> None:
     ap.add_argument("--long-chunks", type=int, default=30)
     ap.add_argument("--long-interval", type=float, default=1.0)
     ap.add_argument("--max-held", type=int, default=256 * 1024 * 1024)
+    ap.add_argument(
+        "--variants",
+        default="direct,proxy,proxy-sample-0",
+        help="comma-separated, run interleaved in this rotating order: direct and any of "
+        + ", ".join(VARIANTS),
+    )
+    ap.add_argument(
+        "--upstream-server",
+        choices=["pure", "c"],
+        default="pure",
+        help="the upstream's uvicorn: h11 on asyncio (pure, as in §11) or httptools on uvloop",
+    )
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     result: dict[str, Any] = {
@@ -421,11 +450,15 @@ def main() -> None:
         result["judge"] = judge_cost(args)
         print("judge", json.dumps(result["judge"], indent=1), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        up = upstream()
+        up = upstream(args.upstream_server)
         target = up.start()
+        names = [n.strip() for n in args.variants.split(",") if n.strip()]
+        unknown = set(names) - {"direct", *VARIANTS}
+        if unknown or names[:1] != ["direct"]:
+            raise SystemExit(f"--variants: direct first, then some of {', '.join(VARIANTS)}")
         procs = {
-            "proxy": proxy(target, Path(tmp) / "judging"),
-            "proxy-sample-0": proxy(target, Path(tmp) / "s0", "--sample", "0"),
+            name: proxy(target, Path(tmp) / name, *VARIANTS[name][0], env=VARIANTS[name][1])
+            for name in names[1:]
         }
         try:
             urls = {"direct": target} | {name: p.start() for name, p in procs.items()}

@@ -12,6 +12,11 @@ one byte budget with it, so memory stays bounded whatever is in flight. What is 
 but not judged is counted by why. ``/_conformance/`` goes to the judging process's own
 server, which serves the live verdict.
 
+It runs on uvloop's event loop where installed (a dependency; asyncio's otherwise), and
+spreads its requests over several upstream connection pools (httpcore's pool costs time
+quadratic in its connections per request). ``CONFORMANCE_FORWARD_SERVER=pure`` forwards
+as before issue 36 (asyncio, one pool), for the benchmarks to compare (``mode()``).
+
 This module imports no judge: a spawned process starts in about half a second.
 """
 
@@ -23,7 +28,7 @@ import math
 import os
 import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -52,6 +57,10 @@ TOO_LARGE = "answer larger than --max-body-bytes"
 NO_BUDGET = "the judge's memory budget was spent (--max-held-bytes)"
 BEHIND = "the judge fell behind (queue full)"
 REASONS = (SAMPLED_OUT, OTHER, CLIENT_LEFT, TOO_LARGE, NO_BUDGET, BEHIND)
+#: The environment variable that chooses how to forward (``mode()``; default "auto").
+SERVER_ENV = "CONFORMANCE_FORWARD_SERVER"
+#: The upstream clients (connection pools) requests are spread over, in turn.
+POOLS = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,18 +119,34 @@ class Forwarder:
         self.upstream = plan.upstream.rstrip("/")
         self.operation = plan.operation.rstrip("/")
         self._count = 0
-        self._client: httpx.AsyncClient | None = None
+        self._clients: list[httpx.AsyncClient] = []
+        self._sent = 0
         route = Route("/{path:path}", self.forward, methods=METHODS)
         self.app = Starlette(routes=[route], lifespan=self._lifespan)
 
     @contextlib.asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
         timeout = httpx.Timeout(30.0, read=self.plan.read_timeout)
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=1000)
-        async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
-            self._client = client
+        shards = 1 if mode() == "pure" else POOLS
+        keep = max(1, 1000 // shards)
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=keep)
+        # One TLS context for them all, as each client would make it (certificates are read
+        # once: about 50 ms each).
+        tls = httpx.create_ssl_context()
+        async with contextlib.AsyncExitStack() as stack:
+            for _ in range(shards):
+                client = httpx.AsyncClient(timeout=timeout, limits=limits, verify=tls)
+                self._clients.append(await stack.enter_async_context(client))
             yield
-        self._client = None
+        self._clients = []
+
+    def _client(self) -> httpx.AsyncClient:
+        """The next of the upstream clients, in turn. httpcore's pool scans its connections
+        for each request in time quadratic in their number (is_idle() of each, for each idle
+        one): with 100 streams at once through one pool that was most of the forwarding's
+        CPU. Several pools of a few connections each do the same work for far less."""
+        self._sent += 1
+        return self._clients[self._sent % len(self._clients)]
 
     def _judged(self, method: str, url: str) -> int | None:
         """The number of this request when it is copied for the judge: a request of the
@@ -138,7 +163,8 @@ class Forwarder:
         return None
 
     async def forward(self, request: Request) -> Response:
-        assert self._client is not None
+        assert self._clients
+        client = self._client()
         body = await request.body()
         query = f"?{request.url.query}" if request.url.query else ""
         live = request.url.path.startswith(LIVE)
@@ -150,7 +176,7 @@ class Forwarder:
             if k.lower().decode("latin-1") not in dropped
         ]
         n = None if live else self._judged(request.method, url)
-        outgoing = self._client.build_request(request.method, url, headers=sent, content=body)
+        outgoing = client.build_request(request.method, url, headers=sent, content=body)
         given = {k.lower() for k, _ in sent}
         for name in HTTPX_DEFAULTS:
             if name not in given:
@@ -165,7 +191,7 @@ class Forwarder:
         }
         start = time.perf_counter()
         try:
-            answer = await self._client.send(outgoing, stream=True)
+            answer = await client.send(outgoing, stream=True)
         except httpx.HTTPError as exc:
             why = f"the upstream gave no answer: {type(exc).__name__}: {exc}"
             if n is not None:
@@ -275,6 +301,10 @@ def run(plan: Plan, shared: Shared, outbox: Any, ready: Connection) -> None:
         return
     config = uvicorn.Config(
         Forwarder(plan, shared, outbox).app,
+        # h11 whatever is installed: uvicorn's httptools server (its "auto" where installed)
+        # writes every header name in lower case, and the answers are forwarded byte for
+        # byte as the upstream wrote them. Measured: it forwards no faster than h11 here.
+        http="h11",
         log_level="warning",
         access_log=False,
         log_config=None,
@@ -303,4 +333,25 @@ def run(plan: Plan, shared: Shared, outbox: Any, ready: Connection) -> None:
                 server.should_exit = True
             await asyncio.wait([task], timeout=1.0)
 
-    asyncio.run(serve())
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        runner.run(serve())
+
+
+def mode() -> str:
+    """``SERVER_ENV``: "auto" (the default: uvloop where installed, several upstream pools),
+    "asyncio" (the same on asyncio's loop) or "pure" (as before issue 36: asyncio's loop
+    and one upstream pool). The benchmarks compare them."""
+    value = os.environ.get(SERVER_ENV, "auto").strip().lower()
+    return value if value in ("pure", "asyncio") else "auto"
+
+
+def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The forwarding's event loop: uvloop's where installed (a dependency, but not on
+    Windows) unless ``SERVER_ENV`` says otherwise; None: asyncio's."""
+    if mode() != "auto":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
