@@ -156,3 +156,45 @@ def test_a_false_gzip_header_on_anything_else_is_named(serve: object) -> None:
     start = serve  # type: ignore[assignment]
     message = _fail(Client(start(FalseGzipHtml)))
     assert "claims Content-Encoding: gzip, but its body is not gzip" in message
+
+
+def test_a_slow_preflight_goes_alone_while_the_first_lists_are_built() -> None:
+    """The preflight goes out on a thread of its own; while a slow target keeps it waiting,
+    the run builds the edge and invalid lists (conformance/run/ahead.py): the same lists
+    the scenarios build, and nothing else is sent before its answer."""
+    from conformance.reference import ReferenceServer
+    from conformance.run.ahead import edge_list, invalid_list
+    from conformance.run.assembly import assemble
+    from conformance.run.session import Settings, Setup
+
+    server = ReferenceServer(api_key=API_KEY, models=(MODEL,), delay=0.3)
+    url = server.start()
+    try:
+        setup = Setup(Settings(model=MODEL), target_url=url, api_key=API_KEY)
+        assembled = assemble(setup)
+        try:
+            run = assembled.run
+            assert assembled.results.spent.requests == 1
+            prebuilt = dict(run._shared)
+            assert set(prebuilt) == {"edge_requests", "invalid_cases"}
+            assert edge_list(run) is prebuilt["edge_requests"]
+            assert invalid_list(run) is prebuilt["invalid_cases"]
+        finally:
+            assembled.close()
+    finally:
+        server.stop()
+
+
+def test_a_slow_preflight_that_fails_is_the_same_one_line() -> None:
+    from conformance.reference import ReferenceServer
+    from conformance.run.assembly import BadInput, assemble
+    from conformance.run.session import Settings, Setup
+
+    server = ReferenceServer(api_key=API_KEY, models=(MODEL,), delay=0.3)
+    url = server.start()
+    try:
+        setup = Setup(Settings(model=MODEL), target_url=url, api_key="sk-wrong-key")
+        with pytest.raises(BadInput, match="rejected the API key"):
+            assemble(setup)
+    finally:
+        server.stop()
