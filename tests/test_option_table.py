@@ -21,8 +21,18 @@ from typing import Any
 
 import pytest
 
-from conformance.front import cli, gate, option_table, proxy, traffic_cli
-from conformance.front.option_table import GATE, JUDGE, OPTIONS, PROXY, PYTEST, RUN, Option
+from conformance.front import cli, gate, merge, option_table, proxy, traffic_cli
+from conformance.front.option_table import (
+    BY_FLAG,
+    GATE,
+    JUDGE,
+    MERGE,
+    OPTIONS,
+    PROXY,
+    PYTEST,
+    RUN,
+    Option,
+)
 
 FRONT = Path(option_table.__file__).resolve().parent
 #: Where each door's parser is made: none of them may declare an option itself.
@@ -32,6 +42,7 @@ DOOR_MODULES = {
     JUDGE: ("traffic_cli.py",),
     PROXY: ("proxy.py",),
     GATE: ("gate.py",),
+    MERGE: ("merge.py",),
 }
 #: What a door's module may still add itself: help switches and positional arguments.
 NOT_OPTIONS = {"-h", "--help", "--help-pytest"}
@@ -40,6 +51,7 @@ PARSERS = {
     JUDGE: traffic_cli.parser,
     PROXY: proxy.parser,
     GATE: gate._parser,
+    MERGE: merge.parser,
 }
 
 
@@ -73,6 +85,14 @@ def test_no_door_declares_an_option_of_its_own(door: str) -> None:
     for name in DOOR_MODULES[door]:
         own = [flag for flag in _declared(FRONT / name) if flag not in NOT_OPTIONS]
         assert own == [], f"{name} declares {own}: declare them in option_table.OPTIONS"
+
+
+def test_no_front_module_declares_an_option_of_the_table() -> None:
+    """Any command of the front (compare, catalogue, demo, proofs too) that takes an option
+    the table has takes it from the table: one declaration, one help text."""
+    for path in sorted(FRONT.glob("*.py")):
+        again = [flag for flag in _declared(path) if flag in BY_FLAG]
+        assert again == [], f"{path.name} declares {again} again: use option_table.add_arguments"
 
 
 def test_the_scan_sees_a_second_declaration(tmp_path: Path) -> None:
@@ -109,7 +129,8 @@ def test_each_doors_parser_takes_the_options_the_table_gives_it(door: str) -> No
     if door == RUN:
         return  # the help page checks the line: it fills in no default (pytest does)
     given = [a for o in option_table.of(door) if o.required for a in (o.flag, "x")]
-    namespace = parser.parse_known_args([*given, *(["f.har"] if door == JUDGE else [])])[0]
+    positional = {JUDGE: ["f.har"], MERGE: ["results.json"]}.get(door, [])
+    namespace = parser.parse_known_args([*given, *positional])[0]
     for option in option_table.of(door):
         if not option.required:
             assert getattr(namespace, option.dest) == _default(option), option.flag

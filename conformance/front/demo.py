@@ -186,7 +186,6 @@ def demo_results(*, target: str = URL, failing: bool = True) -> Results:
         "n": Capability(offered, "200"),
         "suffix": Capability(declined, "400 with the error envelope"),
     }
-    results.info.concurrency = 8
     # What conformance/judging/verdict/latency.py records for each streamed 200.
     results.latency = [
         StreamLatency(
@@ -223,7 +222,8 @@ def demo_results(*, target: str = URL, failing: bool = True) -> Results:
             buffered=True,
         ),
     ]
-    results.info.update(
+    context = dict(
+        concurrency=8,
         target=target,
         spec="aihubmix",
         spec_title="AIHubMix Completions API 1.0.0",
@@ -254,10 +254,11 @@ def demo_results(*, target: str = URL, failing: bool = True) -> Results:
     # The run record a budget-cut run keeps; the judge core decides its verdict.
     musts = tuple(t.id for t in results.tallies.values() if t.level == "MUST")
     note = "request budget spent (--budget-requests)"
-    results.run_record = RunRecord(
+    record = RunRecord(
         spec="aihubmix", model="m-small", seed=0, musts=musts,
         budget=note if any(not results.tallies[rid].checked for rid in musts) else None,
     )  # fmt: skip
+    results.begin(context, record)  # the run state's one owner writes it, as in a run
     results.decided(decide(results))
     return results
 

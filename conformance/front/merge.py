@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from conformance.front.compare import InputError, load_results
+from conformance.front.option_table import MERGE, add_arguments
 from conformance.judging.verdict.baseline import check_baseline
 from conformance.judging.verdict.conclusion import merge, shard_record
 from conformance.judging.verdict.outcomes import BAD_INPUT
@@ -43,16 +44,22 @@ def check_shards(runs: list[tuple[str, Results]]) -> RunRecord:
         raise InputError(str(exc)) from None
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """conformance-merge's parser: the shards' results, then its options from the table."""
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+", type=Path, help="results.json of each shard")
-    parser.add_argument("--report-dir", type=Path, default=Path("reports/out"))
-    parser.add_argument("--baseline", type=Path, help="results.json of an accepted earlier run")
-    args = parser.parse_args(argv)
+    add_arguments(parser, MERGE)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    report_dir = Path(args.report_dir)
+    baseline_path = Path(args.baseline) if args.baseline else None
     try:
         runs = [load_results(path) for path in args.results]
         record = check_shards([(str(p), r) for p, r in zip(args.results, runs, strict=True)])
-        baseline = load_results(args.baseline) if args.baseline else None
+        baseline = load_results(baseline_path) if baseline_path else None
         warnings: list[str] = []
         if baseline is not None:
             errors, warnings = check_baseline(runs[0].info.taken_with(), baseline)
@@ -65,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     merged, verdict = merge(runs, baseline, record, baseline_file=file)
     if warnings:
         merged.note_baseline_warnings(warnings)
-    for path in write_all(merged, args.report_dir):
+    for path in write_all(merged, report_dir):
         print(f"report: {path}")
     why = f"; {'; '.join(verdict.reasons)}" if verdict.reasons else ""
     print(f"verdict: {verdict.word} ({len(runs)} shards{why})")

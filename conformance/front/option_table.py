@@ -39,7 +39,8 @@ RUN = "run"  # completions-conformance [run]: pytest behind it, the same options
 JUDGE = "judge"  # completions-conformance judge FILE...
 PROXY = "proxy"  # completions-conformance proxy
 GATE = "gate"  # completions-conformance gate (every other option goes to its shards)
-DOORS = (PYTEST, RUN, JUDGE, PROXY, GATE)
+MERGE = "merge"  # conformance-merge RESULTS.json... (the shards' reports, one verdict)
+DOORS = (PYTEST, RUN, JUDGE, PROXY, GATE, MERGE)
 #: A suite run's doors: the plugin and the command line in front of it.
 SUITE = frozenset({PYTEST, RUN})
 #: The doors that judge traffic the suite did not send.
@@ -398,7 +399,7 @@ OPTIONS: tuple[Option, ...] = (
         "--report-dir",
         "Where the reports are written (default reports/out).",
         REPORTS,
-        SUITE | TRAFFIC | {GATE},
+        SUITE | TRAFFIC | {GATE, MERGE},
         default="reports/out",
         metavar="DIR",
     ),
@@ -407,7 +408,7 @@ OPTIONS: tuple[Option, ...] = (
         "results.json of an earlier run: requirements failing there are reported as known "
         "and do not fail this run; new failures do; fixed ones are listed.",
         REPORTS,
-        SUITE | {GATE},
+        SUITE | {GATE, MERGE},
         metavar="FILE",
     ),
     Option(
