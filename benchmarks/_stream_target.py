@@ -11,7 +11,7 @@ extra field, which a client must accept). CLOCK_MONOTONIC is one clock for every
 of the machine, so a client subtracts it from its own arrival time: the latency of that
 chunk. A raw ASGI app, so that no framework's work sits between the stamp and the write.
 ``--server``: uvicorn on h11 and asyncio (pure, the default, whatever is installed) or on
-httptools and uvloop (c; ``pip install httptools``).
+httptools and uvloop (c; ``pip install httptools uvloop``).
 """
 
 from __future__ import annotations

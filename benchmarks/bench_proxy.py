@@ -134,16 +134,14 @@ def upstream(server: str = "pure") -> Process:
 
 #: The proxies a run may compare (--variants), each with its options and environment:
 #: judging every exchange (the default) or none (``--sample 0``), forwarding as the proxy
-#: does by default (uvloop, several upstream pools), on asyncio's loop, or as before issue
-#: 36 ("pure": asyncio, one pool); conformance.front.forward.SERVER_ENV.
+#: does (several upstream pools) or as before issue 36 ("pure": one pool; measured there:
+#: uvloop's loop as well, "asyncio" meaning without it); conformance.front.forward.SERVER_ENV.
 PURE = {"CONFORMANCE_FORWARD_SERVER": "pure"}
 VARIANTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     "proxy": ((), {}),
     "proxy-sample-0": (("--sample", "0"), {}),
     "proxy-pure": ((), PURE),
     "proxy-pure-sample-0": (("--sample", "0"), PURE),
-    "proxy-asyncio": ((), {"CONFORMANCE_FORWARD_SERVER": "asyncio"}),
-    "proxy-asyncio-sample-0": (("--sample", "0"), {"CONFORMANCE_FORWARD_SERVER": "asyncio"}),
 }
 
 
