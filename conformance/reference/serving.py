@@ -52,10 +52,6 @@ class ThreadedServer:
             # Leave the process's logging setup alone: the server lives inside another program.
             log_config=None,
             lifespan="off",
-            # h11 on asyncio whatever is installed (uvloop is a dependency, for the proxy's
-            # forwarding process; httptools may be): the same server wherever it runs.
-            http="h11",
-            loop="asyncio",
             # A stalled stream (the stream-stall fault, a live page) must not hold up stop().
             timeout_graceful_shutdown=1,
         )
