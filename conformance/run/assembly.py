@@ -243,10 +243,9 @@ def _preflight(assembled: Assembled) -> None:
 def _beside(run: Run, send: Callable[[], Exchange]) -> Exchange:
     """``send()`` (the preflight) on a thread of its own, and, when it is not answered within
     AHEAD_AFTER, what the first round needs built on this one meanwhile: the edge and
-    invalid lists (conformance/run/ahead.py); then, if it is still waiting, the openai
-    import the SDK scenario would start later (``sdk.preload``). Nothing else is sent before
-    its answer; it raises what ``send`` raised."""
-    from conformance.run import sdk
+    invalid lists (conformance/run/ahead.py). Nothing else is sent before its answer; it
+    raises what ``send`` raised. (Starting the openai import here too was measured: no
+    gain against a 1 s target, benchmarks/RESULTS.md §12; it starts where it did.)"""
     from conformance.run.ahead import build_ahead
 
     done: list[Exchange] = []
@@ -263,8 +262,6 @@ def _beside(run: Run, send: Callable[[], Exchange]) -> Exchange:
     thread.join(AHEAD_AFTER)
     if thread.is_alive():
         build_ahead(run)
-        if thread.is_alive() and run.concurrency > 1 and sdk.available():
-            sdk.preload()
     thread.join()
     if failed:
         raise failed[0]
