@@ -119,7 +119,7 @@ class Forwarder:
         self.operation = plan.operation.rstrip("/")
         self._count = 0
         self._clients: list[httpx.AsyncClient] = []
-        self._sent = 0
+        self._busy: list[int] = []
         route = Route("/{path:path}", self.forward, methods=METHODS)
         self.app = Starlette(routes=[route], lifespan=self._lifespan)
 
@@ -136,16 +136,20 @@ class Forwarder:
             for _ in range(shards):
                 client = httpx.AsyncClient(timeout=timeout, limits=limits, verify=tls)
                 self._clients.append(await stack.enter_async_context(client))
+            self._busy = [0] * shards
             yield
         self._clients = []
 
-    def _client(self) -> httpx.AsyncClient:
-        """The next of the upstream clients, in turn. httpcore's pool scans its connections
-        for each request in time quadratic in their number (is_idle() of each, for each idle
-        one): with 100 streams at once through one pool that was most of the forwarding's
-        CPU. Several pools of a few connections each do the same work for far less."""
-        self._sent += 1
-        return self._clients[self._sent % len(self._clients)]
+    def _pool(self) -> int:
+        """The upstream client (connection pool) with the fewest answers in flight, the first
+        of them on a tie (so that one request at a time reuses one warm connection).
+        httpcore's pool scans its connections for each request in time quadratic in their
+        number (is_idle() of each, for each idle one): with 100 streams at once through one
+        pool that was most of the forwarding's CPU. Several pools of a few connections each
+        do the same work for far less."""
+        pool = self._busy.index(min(self._busy))
+        self._busy[pool] += 1
+        return pool
 
     def _judged(self, method: str, url: str) -> int | None:
         """The number of this request when it is copied for the judge: a request of the
@@ -163,7 +167,8 @@ class Forwarder:
 
     async def forward(self, request: Request) -> Response:
         assert self._clients
-        client = self._client()
+        pool = self._pool()
+        client = self._clients[pool]
         body = await request.body()
         query = f"?{request.url.query}" if request.url.query else ""
         live = request.url.path.startswith(LIVE)
@@ -192,6 +197,7 @@ class Forwarder:
         try:
             answer = await client.send(outgoing, stream=True)
         except httpx.HTTPError as exc:
+            self._busy[pool] -= 1
             why = f"the upstream gave no answer: {type(exc).__name__}: {exc}"
             if n is not None:
                 self._offer(seen | {"transport_error": why, "elapsed": time.perf_counter() - start})
@@ -200,25 +206,26 @@ class Forwarder:
             (k, v) for k, v in answer.headers.raw if k.lower().decode("latin-1") not in HOP_BY_HOP
         ]
         if n is None:
-            relay = self._relay(answer)
+            relay = self._relay(answer, pool)
         else:
             seen["status"] = answer.status_code
             seen["headers"] = tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in headers)
             seen["ttfb"] = time.perf_counter() - start
-            relay = self._recorded(answer, start, seen)
+            relay = self._recorded(answer, start, seen, pool)
         response = StreamingResponse(relay, status_code=answer.status_code)
         response.raw_headers = headers
         return response
 
-    async def _relay(self, answer: httpx.Response) -> AsyncIterator[bytes]:
+    async def _relay(self, answer: httpx.Response, pool: int) -> AsyncIterator[bytes]:
         try:
             async for chunk in answer.aiter_raw():
                 yield chunk
         finally:
             await answer.aclose()
+            self._busy[pool] -= 1
 
     async def _recorded(
-        self, answer: httpx.Response, start: float, seen: dict[str, Any]
+        self, answer: httpx.Response, start: float, seen: dict[str, Any], pool: int
     ) -> AsyncIterator[bytes]:
         """Relay the answer read by read, keeping a copy (and when each read came) for the
         judge, handed over once the answer is complete."""
@@ -243,6 +250,7 @@ class Forwarder:
             raise  # the client must see the answer cut too, not a short complete one
         finally:
             await answer.aclose()
+            self._busy[pool] -= 1
             if not dropped and not complete and not error and not _whole(answer, writes):
                 dropped = CLIENT_LEFT
             if dropped:
