@@ -43,7 +43,8 @@ from conformance.judging.document.errata import (
     Erratum,
 )
 from conformance.judging.document.policies import REQUEST_ID_HEADER, Policy, active_policies
-from conformance.judging.document.spec_errata import apply_errata, compile_validator
+from conformance.judging.document.quick_schema import compile_validator
+from conformance.judging.document.spec_errata import apply_errata
 from conformance.judging.document.spec_source import (
     Source,
     SourceError,

@@ -15,13 +15,6 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-from openapi_schema_validator import (
-    OAS30Validator,
-    OAS31Validator,
-    oas30_format_checker,
-    oas31_format_checker,
-)
-
 from conformance.judging.document.errata import (
     ECHO_FIRST_LOGPROB_NOT_NULLABLE,
     EVENT_STREAM_MEDIA_TYPE_UNDECLARED,
@@ -33,6 +26,7 @@ from conformance.judging.document.errata import (
     Erratum,
 )
 from conformance.judging.document.policies import NULL_RESPONSE_FIELDS, Policy
+from conformance.judging.document.quick_schema import compile_validator
 
 Schema = dict[str, Any]
 
@@ -55,13 +49,6 @@ class Document(Protocol):
     policies: tuple[Policy, ...]
 
     def uses(self, rule_id: str) -> bool: ...
-
-
-def compile_validator(schema: Schema, is_31: bool) -> Any:
-    """A compiled validator of ``schema`` in the document's dialect (OpenAPI 3.1 or 3.0)."""
-    if is_31:
-        return OAS31Validator(schema, format_checker=oas31_format_checker)
-    return OAS30Validator(schema, format_checker=oas30_format_checker)
 
 
 def object_branches(schema: Schema) -> list[Schema]:
