@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+from conformance.judging.document import sure_valid
 from conformance.judging.document.contract import properties_named, schemas_of
 from conformance.judging.requirements import Context, FieldStated, Violation
 
@@ -131,7 +132,7 @@ def schema_rejects(spec: Spec, kind: str, instance: Any, field: str) -> bool:
     validator = spec.validators[kind]
     if validator is None:
         return False
-    return any(error_path(e) == [field] for e in validator.iter_errors(instance))
+    return any(error_path(e) == [field] for e in sure_valid.iter_errors(validator, instance))
 
 
 def schema_owns(ctx: Context, kind: str, body: Any, field: str) -> bool:

@@ -22,6 +22,7 @@ from conformance.judging.checks.common import (
     error_path,
     media_matches,
 )
+from conformance.judging.document import sure_valid
 from conformance.judging.document.contract import Contract
 from conformance.judging.document.spec import Spec, describe
 from conformance.judging.document.spec_errata import NULLED_FIELDS
@@ -45,7 +46,8 @@ def schema_problem(spec: Spec, kind: str, instance: Any, owned: Owned | None = N
     validator = spec.validators[kind]
     if validator is None:
         return None
-    errors = [e for e in validator.iter_errors(instance) if owned is None or not owned(e)]
+    found = sure_valid.iter_errors(validator, instance)
+    errors = [e for e in found if owned is None or not owned(e)]
     worst = best_match(errors)
     return None if worst is None else describe(worst)
 
