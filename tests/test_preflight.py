@@ -198,3 +198,92 @@ def test_a_slow_preflight_that_fails_is_the_same_one_line() -> None:
             assemble(setup)
     finally:
         server.stop()
+
+
+def _documents() -> list[object]:
+    from conformance.judging.document.spec import BUILTIN_SPECS, load_spec
+
+    fixtures = Path(__file__).parent / "fixtures"
+    found: list[object] = [load_spec(name) for name in BUILTIN_SPECS]
+    found += [load_spec(name, strict=True) for name in BUILTIN_SPECS]
+    return found + [load_spec(str(path)) for path in sorted(fixtures.glob("*.json"))]
+
+
+def test_the_quick_probe_is_the_constructors_case_or_nothing() -> None:
+    """The preflight leaves before openapi-core is imported only with the very case the one
+    case constructor builds (tests/test_spec_mutation.py checks tightened copies too)."""
+    from conformance.run.preflight import probe_case, quick_probe_case
+
+    taken = []
+    for spec in _documents():
+        quick = quick_probe_case(MODEL, spec)  # type: ignore[arg-type]
+        try:
+            built = probe_case(MODEL, spec)  # type: ignore[arg-type]
+        except PreflightFailed:
+            built = None
+        assert quick is None or quick == built, spec
+        taken.append(quick is not None)
+    assert all(taken[:3])  # the vendored documents as the defaults load them
+    assert not taken[3]  # Nscale as written admits no prompt: the old order, one line
+
+
+def test_the_preflight_is_on_the_wire_while_the_run_is_assembled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Against a slow target the generation check and the run's assembly happen while the
+    preflight waits, not before it leaves; still nothing else is sent before its answer."""
+    from conformance.reference import ReferenceServer
+    from conformance.run import assembly
+    from conformance.run.session import Settings, Setup
+
+    seen: list[bool] = []
+    check = assembly._check_generation
+
+    def watched(*args: object) -> None:
+        seen.append(any(t.name == "conformance-preflight" for t in threading.enumerate()))
+        check(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(assembly, "_check_generation", watched)
+    server = ReferenceServer(api_key=API_KEY, models=(MODEL,), delay=0.3)
+    url = server.start()
+    try:
+        assembled = assembly.assemble(Setup(Settings(model=MODEL), target_url=url, api_key=API_KEY))
+        try:
+            assert seen == [True]
+            assert assembled.results.spent.requests == 1
+            assert set(assembled.run._shared) == {"edge_requests", "invalid_cases"}
+        finally:
+            assembled.close()
+    finally:
+        server.stop()
+
+
+def test_a_quick_probe_the_constructor_disagrees_with_is_sent_again_as_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from conformance.judging.wire.case import Case
+    from conformance.reference import ReferenceServer
+    from conformance.run import assembly
+    from conformance.run.session import Settings, Setup
+
+    other = Case({"model": MODEL, "prompt": "Other", "max_tokens": 1}, "probe", "preflight")
+    monkeypatch.setattr(assembly, "quick_probe_case", lambda model, spec: other)
+    sent: list[str] = []
+    send = assembly.Client.send
+
+    def recorded(self: Client, case: Case) -> object:
+        sent.append(case.body["prompt"])
+        return send(self, case)
+
+    monkeypatch.setattr(assembly.Client, "send", recorded)
+    server = ReferenceServer(api_key=API_KEY, models=(MODEL,))
+    url = server.start()
+    try:
+        assembled = assembly.assemble(Setup(Settings(model=MODEL), target_url=url, api_key=API_KEY))
+        try:
+            assert sent == ["Other", "Say hi"]
+            assert assembled.results.spent.requests == 2
+        finally:
+            assembled.close()
+    finally:
+        server.stop()

@@ -17,6 +17,7 @@ import yaml
 
 from conformance.judging.document.oracle import alternatives
 from conformance.judging.document.spec import BUILTIN_SPECS, Spec, load_spec, resolve_refs
+from conformance.run.preflight import probe_case, quick_probe_case
 from conformance.strategies import (
     build_case,
     draw,
@@ -112,6 +113,10 @@ def assert_follows(spec: Spec, expected_forms: set[str]) -> None:
     assert forms_of(valid) | forms_of(edges) == expected_forms
     for case in invalid_cases(spec, model=MODEL):
         assert oracle_rules(spec, case.body, raw=case.raw_body) == {case.breaks}, case.label
+    # The preflight's quick check (run/preflight.py) takes the minimal request only when
+    # the case constructor would send it unchanged.
+    quick = quick_probe_case(MODEL, spec)
+    assert quick is None or quick == probe_case(MODEL, spec)
 
 
 # Fixed seeds rather than @given: each example costs a second, and a failure names its seed
@@ -180,3 +185,15 @@ def test_build_case_adapts_or_skips(tmp_path: Path) -> None:
         build_case(
             spec, {"model": MODEL, "prompt": [1]}, mode="invalid", label="x", breaks="n:type"
         )
+
+
+def test_a_minimal_request_the_document_does_not_take_is_left_to_the_constructor(
+    tmp_path: Path,
+) -> None:
+    """The preflight's quick check takes the minimal request only as it is: a document
+    whose max_tokens starts at 2 gets the constructor's adapted case (run/preflight.py)."""
+    doc = copy.deepcopy(DOCUMENTS["aihubmix"])
+    leaves(request_properties(doc)["max_tokens"])[0]["minimum"] = 2
+    spec = write(doc, tmp_path, "aihubmix")
+    assert quick_probe_case(MODEL, spec) is None
+    assert probe_case(MODEL, spec).body["max_tokens"] == 2

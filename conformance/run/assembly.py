@@ -35,10 +35,17 @@ from conformance.run.client import Client, Pacer, RetryPolicy
 from conformance.run.engine import Run
 from conformance.run.fetch import Fetch, load_spec
 from conformance.run.item import no_verdict_reason
-from conformance.run.preflight import PreflightFailed, base_url, preflight
+from conformance.run.preflight import (
+    PreflightFailed,
+    base_url,
+    preflight,
+    probe_case,
+    quick_probe_case,
+)
 from conformance.run.session import Settings, Setup, record_of
 
 if TYPE_CHECKING:
+    from conformance.judging.wire.case import Case
     from conformance.judging.wire.exchange import Exchange
     from conformance.reference import ReferenceServer
 
@@ -124,7 +131,12 @@ def assemble(setup: Setup, baseline: BaselineGate | None = None) -> Assembled:
     if bad := option_values.spec_problem(setup, spec):
         raise BadInput(bad)
     settings = _checked(setup.settings)
-    _check_generation(spec, settings)
+    # The preflight leaves as early as it can: when the document's own schema takes the
+    # minimal request as it is, it goes before the generation check and the run's
+    # assembly, which import openapi-core and Hypothesis (~0.35 s) while it is on the wire.
+    early = quick_probe_case(settings.model, spec) if setup.preflight else None
+    if early is None:
+        _check_generation(spec, settings)
     if setup.baseline and baseline is None:
         raise BadInput(f"--baseline {setup.baseline}: not read (use conformance.front.runner)")
     baseline_warnings: list[str] = []
@@ -171,6 +183,18 @@ def assemble(setup: Setup, baseline: BaselineGate | None = None) -> Assembled:
         pacer=Pacer(setup.rps / setup.workers if setup.rps else None),
         concurrency=settings.concurrency,
     )
+    flight = None
+    if early is not None:
+        flight = Flight(lambda: preflight(client, settings.model, spec, early))
+        try:
+            # A document whose minimal request is valid has a prompt to draw: this never
+            # raises in practice, but a run that cannot start stops what it started.
+            _check_generation(spec, settings)
+        except BadInput:
+            client.close()
+            if server is not None:
+                server.stop()
+            raise
     run = Run(settings, spec, client, workers=setup.workers)
     results = Results.for_requirements(run.requirements)
     header = _header(setup, spec, settings, target)
@@ -181,7 +205,7 @@ def assemble(setup: Setup, baseline: BaselineGate | None = None) -> Assembled:
     assembled = Assembled(setup, run, results, baseline, server, notes)
     if setup.preflight:
         try:
-            _preflight(assembled)
+            _preflight(assembled, flight, early)
         except PreflightFailed as exc:
             assembled.close()
             raise BadInput(str(exc)) from None
@@ -227,9 +251,19 @@ def _header(setup: Setup, spec: Spec, settings: Settings, target: str) -> dict[s
 AHEAD_AFTER = 0.1
 
 
-def _preflight(assembled: Assembled) -> None:
+def _preflight(assembled: Assembled, flight: Flight | None, early: Case | None) -> None:
     run, results = assembled.run, assembled.results
-    first = _beside(run, lambda: preflight(run.client, run.settings.model, run.spec))
+    model, spec = run.settings.model, run.spec
+    if flight is None:
+        flight = Flight(lambda: preflight(run.client, model, spec))
+    first = _beside(run, flight)
+    if early is not None and early != probe_case(model, spec):
+        # The quick check and the case constructor disagree (never seen with the vendored
+        # documents, tests/test_preflight.py): the constructor's case decides, sent now;
+        # the early one counts as spent.
+        results.spent.requests += 1 + first.retries
+        results.spent.retries += first.retries
+        first = preflight(run.client, model, spec)
     results.spent.requests += 1 + first.retries
     results.spent.retries += first.retries
     if first.status is not None:  # always: preflight() returns a 200 or a 429
@@ -240,32 +274,46 @@ def _preflight(assembled: Assembled) -> None:
         results.note_no_verdict(no_verdict_reason(run.client.retry))
 
 
-def _beside(run: Run, send: Callable[[], Exchange]) -> Exchange:
-    """``send()`` (the preflight) on a thread of its own, and, when it is not answered within
-    AHEAD_AFTER, what the first round needs built on this one meanwhile: the edge and
-    invalid lists (conformance/run/ahead.py). Nothing else is sent before its answer; it
-    raises what ``send`` raised. (Starting the openai import here too was measured: no
-    gain against a 1 s target, benchmarks/RESULTS.md §12; it starts where it did.)"""
+class Flight:
+    """``send()`` (the preflight) started now on a thread of its own; ``result()`` waits
+    for it and raises what it raised."""
+
+    def __init__(self, send: Callable[[], Exchange]) -> None:
+        self._done: list[Exchange] = []
+        self._failed: list[BaseException] = []
+
+        def go() -> None:
+            try:
+                self._done.append(send())
+            except BaseException as exc:  # raised again on the caller's thread
+                self._failed.append(exc)
+
+        self._thread = threading.Thread(target=go, name="conformance-preflight", daemon=True)
+        self._thread.start()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Whether it has been answered (or failed), waiting at most ``timeout``."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def result(self) -> Exchange:
+        self.wait()
+        if self._failed:
+            raise self._failed[0]
+        return self._done[0]
+
+
+def _beside(run: Run, flight: Flight) -> Exchange:
+    """The preflight's answer, and, when it is not answered within AHEAD_AFTER, what the
+    first round needs built on this thread meanwhile: the edge and invalid lists
+    (conformance/run/ahead.py). Nothing else is sent before its answer. (Starting the
+    openai import here too was measured: no gain against a 1 s target,
+    benchmarks/RESULTS.md §12; it starts where it did.)"""
     from conformance.run.ahead import build_ahead
 
-    done: list[Exchange] = []
-    failed: list[BaseException] = []
-
-    def go() -> None:
-        try:
-            done.append(send())
-        except BaseException as exc:  # raised again on the caller's thread
-            failed.append(exc)
-
-    thread = threading.Thread(target=go, name="conformance-preflight", daemon=True)
-    thread.start()
-    thread.join(AHEAD_AFTER)
-    if thread.is_alive():
+    if not flight.wait(AHEAD_AFTER):
         build_ahead(run)
-    thread.join()
-    if failed:
-        raise failed[0]
-    return done[0]
+    return flight.result()
 
 
 def conclude(

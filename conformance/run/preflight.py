@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Any
 from urllib.parse import urlsplit
 
 from conformance.judging.document.spec import OPERATION_PATH, Spec
@@ -58,12 +59,31 @@ def probe_case(model: str, spec: Spec | None = None) -> Case:
         raise PreflightFailed(f"no minimal valid request under the spec: {exc.reason}") from None
 
 
-def preflight(client: Client, model: str, spec: Spec | None = None) -> Exchange:
-    """Send the minimal request; return its exchange (a completion, or a 429 after retries).
+def quick_probe_case(model: str, spec: Spec) -> Case | None:
+    """The minimal request as ``probe_case`` builds it, when the document's own compiled
+    schema and its stated cross-field rules take it as it is; None when only the one case
+    constructor can say (it imports openapi-core and Hypothesis: ~0.35 s that the run
+    spends meanwhile, against a slow target, instead of before its first request).
+    The run checks the two agree (conformance/run/assembly.py)."""
+    from conformance.judging.document.oracle import cross_rules, request_schema_errors
+
+    body: dict[str, Any] = {"model": model, "prompt": "Say hi", "max_tokens": 1}
+    if "json" not in spec.request_media_type or spec.validators["request"] is None:
+        return None
+    if request_schema_errors(spec, body) or cross_rules(spec, body, set()):
+        return None
+    return Case(body, mode="probe", label="preflight")
+
+
+def preflight(
+    client: Client, model: str, spec: Spec | None = None, case: Case | None = None
+) -> Exchange:
+    """Send the minimal request (``case``: built already); return its exchange (a
+    completion, or a 429 after retries).
 
     Raises PreflightFailed naming the likely cause otherwise.
     """
-    exchange = client.send(probe_case(model, spec))
+    exchange = client.send(case or probe_case(model, spec))
     if exchange.status == 429 or (exchange.status == 200 and is_completion(exchange)):
         return exchange
     raise PreflightFailed(diagnose(client, exchange, model))
