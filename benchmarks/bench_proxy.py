@@ -142,6 +142,9 @@ VARIANTS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     "proxy-sample-0": (("--sample", "0"), {}),
     "proxy-pure": ((), PURE),
     "proxy-pure-sample-0": (("--sample", "0"), PURE),
+    # The judge validating every chunk with jsonschema alone, as before issue 36's
+    # one-pass check (conformance.judging.document.sure_valid.SURE_ENV).
+    "proxy-jsonschema": ((), {"CONFORMANCE_SURE_VALID": "off"}),
 }
 
 
@@ -262,6 +265,7 @@ def throughput(
     walls: dict[str, list[float]] = {n: [] for n in names}
     errors: dict[str, list[str]] = {n: [] for n in names}
     cpus: dict[str, dict[str, list[float]]] = {n: {} for n in names if n in procs}
+    judged: dict[str, list[int]] = {n: [] for n in names if n in procs}
     for run in range(args.runs):
         for name in names[run % len(names) :] + names[: run % len(names)]:
             before = procs[name].cpu() if name in procs else {}
@@ -271,7 +275,8 @@ def throughput(
             walls[name].append(wall)
             errors[name] += failed
             if name in procs:
-                settled(urls[name])  # the judge's CPU for these streams, not the next ones
+                # The judge's CPU for these streams, not the next ones; its count so far.
+                judged[name].append(settled(urls[name]))
                 for role, seconds in procs[name].cpu().items():
                     spent = (seconds - before.get(role, 0.0)) / args.streams * 1000
                     cpus[name].setdefault(role, []).append(spent)
@@ -289,6 +294,8 @@ def throughput(
             out[name]["cpu_s_per_1000_streams"] = {
                 r: bench.summary(v) for r, v in cpus[name].items()
             }
+            out[name]["cpu_s_per_run_per_1000_streams"] = cpus[name]
+            out[name]["judged_so_far_after_each_run"] = judged[name]
     return out
 
 
