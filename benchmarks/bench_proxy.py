@@ -474,8 +474,11 @@ def main() -> None:
                 result["throughput"] = throughput(urls, procs, args)
                 print("throughput", json.dumps(result["throughput"], indent=1), flush=True)
         finally:
-            for p in procs.values():
+            for name, p in procs.items():
                 p.stop()
+                p.log.seek(0)
+                # What the proxy said on stderr (a judge thread that died says so there).
+                result.setdefault("stderr", {})[name] = p.log.read()[-4000:]
         try:
             if args.part in ("memory", "all"):
                 result["memory"] = memory(target, args, Path(tmp) / "memory")

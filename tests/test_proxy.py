@@ -14,6 +14,7 @@ import io
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -231,6 +232,32 @@ def test_a_broken_judge_leaves_the_traffic_flowing(monkeypatch: pytest.MonkeyPat
     assert verdict["traffic"]["errors"] == [
         "suite error: the judge failed on proxy exchange 1: RuntimeError: the judge broke"
     ]
+
+
+def test_an_upstream_that_gives_no_answer_is_judged_and_the_judge_goes_on() -> None:
+    """A 502 (no answer from the upstream) is handed to the judge without a status: it is
+    judged as no answer, and the judge's worker lives on for the next exchanges (it used
+    to die on it, silently: every later exchange went unjudged)."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{closed.getsockname()[1]}"  # bound, never listening
+        with ProxyServer(nowhere, load_spec("aihubmix")) as proxy:
+            for _ in range(2):
+                answer = httpx.post(
+                    proxy.url + "/v1/completions",
+                    json={"model": MODEL, "prompt": "Hi", "max_tokens": 2},
+                    headers={"Authorization": f"Bearer {KEY}"},
+                )
+                assert answer.status_code == 502
+                assert answer.text.startswith(
+                    "completions-conformance proxy: the upstream gave no answer: ConnectError"
+                )
+            proxy.drain()
+            assert proxy._worker.is_alive()
+            snapshot = proxy.stop()
+    traffic = meta_of(snapshot.overall)["traffic"]
+    assert traffic["seen"] == 2 and traffic["judged"] == 2
+    assert traffic["errors"] == [] and snapshot.verdict.word == "failed"
 
 
 def test_sample_judges_that_share_and_counts_the_rest() -> None:

@@ -200,7 +200,8 @@ class Forwarder:
             self._busy[pool] -= 1
             why = f"the upstream gave no answer: {type(exc).__name__}: {exc}"
             if n is not None:
-                self._offer(seen | {"transport_error": why, "elapsed": time.perf_counter() - start})
+                failed = {"status": None, "transport_error": why}
+                self._offer(seen | failed | {"elapsed": time.perf_counter() - start})
             return PlainTextResponse(f"completions-conformance proxy: {why}\n", status_code=502)
         headers = [
             (k, v) for k, v in answer.headers.raw if k.lower().decode("latin-1") not in HOP_BY_HOP

@@ -158,11 +158,23 @@ class ProxyServer:
                 self.judge.note_seen()
                 self.judge.note_unjudged(STOPPED)
             else:
-                writes = fields.get("writes", ())
-                seen = Seen(**fields, body=b"".join(writes))
-                self.judge.take(seen)  # never raises: a failure is noted as a suite error
+                self._take(fields)
             self.shared.release(held)
             self._taken += 1
+
+    def _take(self, fields: dict[str, Any]) -> None:
+        """Judge one exchange handed over. Nothing here may end the worker (every later
+        exchange would go unjudged, unseen): what fails is a suite error, shown."""
+        try:
+            seen = Seen(**fields, body=b"".join(fields.get("writes", ())))
+        except Exception as exc:
+            self.judge.note_seen()
+            where = fields.get("where", "an exchange")
+            self.judge.note_error(
+                f"suite error: the judge could not read {where}: {type(exc).__name__}: {exc}"
+            )
+            return
+        self.judge.take(seen)  # never raises: a failure is noted as a suite error
 
     def drain(
         self, timeout: float = 60.0, *, copies: bool = True, stall: float | None = None
