@@ -7,6 +7,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from openapi_schema_validator import (
+    OAS30Validator,
+    OAS31Validator,
+    oas30_format_checker,
+    oas31_format_checker,
+)
+
 from conformance.judging.checks import load_checks
 from conformance.judging.document.spec import Spec, load_spec
 from conformance.judging.requirements import REGISTRY
@@ -25,6 +32,14 @@ def examples(full: int) -> int:
     """A property's example count: ``full`` in the exhaustive tier, a fifth of it (at least
     20) in the default tier, whose wall time a contributor waits for on every change."""
     return full if EXHAUSTIVE else max(20, full // 5)
+
+
+def plain_validator(schema: Any, is_31: bool) -> Any:
+    """openapi-schema-validator's own validator of ``schema``, without the suite's shortcuts
+    (conformance/judging/document/quick_schema.py, sure_valid.py): what they are compared with."""
+    if is_31:
+        return OAS31Validator(schema, format_checker=oas31_format_checker)
+    return OAS30Validator(schema, format_checker=oas30_format_checker)
 
 
 MODEL = "reference-model"

@@ -14,20 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema.exceptions import best_match
-from openapi_schema_validator import (
-    OAS30Validator,
-    OAS31Validator,
-    oas30_format_checker,
-    oas31_format_checker,
-)
+from support import examples, plain_validator
 
 from conformance.judging.document.quick_schema import compile_validator, sure
 from conformance.judging.document.spec import load_spec
-
-PLAIN = {
-    False: lambda schema: OAS30Validator(schema, format_checker=oas30_format_checker),
-    True: lambda schema: OAS31Validator(schema, format_checker=oas31_format_checker),
-}
 
 scalars = st.fixed_dictionaries(
     {"type": st.sampled_from(["string", "integer", "number", "boolean", "null", "object"])},
@@ -89,12 +79,12 @@ def _errors(validator: Any, instance: Any) -> tuple[Any, ...]:
     return found, None if best is None else (best.message, list(best.path))
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=list(HealthCheck))
 @given(schema=schemas, instance=values, is_31=st.booleans())
 def test_the_quick_validators_report_what_the_plain_ones_do(
     schema: dict[str, Any], instance: Any, is_31: bool
 ) -> None:
-    quick, plain = compile_validator(schema, is_31), PLAIN[is_31](schema)
+    quick, plain = compile_validator(schema, is_31), plain_validator(schema, is_31)
     assert _errors(quick, instance) == _errors(plain, instance)
     verdict = sure(quick, schema, instance)
     if verdict is not None:  # when the shortcut decides, it decides right
@@ -120,7 +110,7 @@ def test_long_prompts_are_judged_as_before_under_every_vendored_document(
     spec = load_spec(name)
     body = {"model": "m", "prompt": prompt, "max_tokens": 8}
     quick = spec.validators["request"]
-    plain = PLAIN[spec.is_31](quick.schema)
+    plain = plain_validator(quick.schema, spec.is_31)
     assert type(quick) is not type(plain)
     assert _errors(quick, body) == _errors(plain, body)
 

@@ -19,21 +19,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema.exceptions import best_match
-from openapi_schema_validator import (
-    OAS30Validator,
-    OAS31Validator,
-    oas30_format_checker,
-    oas31_format_checker,
-)
+from support import examples, plain_validator
 
 from conformance.judging.document import sure_valid
 from conformance.judging.document.quick_schema import compile_validator
 from conformance.judging.document.spec import load_spec
 
-PLAIN = {
-    False: lambda schema: OAS30Validator(schema, format_checker=oas30_format_checker),
-    True: lambda schema: OAS31Validator(schema, format_checker=oas31_format_checker),
-}
 NAMES = ["id", "object", "n", "x"]
 TYPES = ["string", "integer", "number", "boolean", "null", "object", "array"]
 
@@ -120,7 +111,7 @@ def _errors(validator: Any, found: Any) -> tuple[Any, ...]:
 
 
 def _same(validator: Any, instance: Any) -> None:
-    plain = PLAIN[_is_31(validator)](validator.schema)
+    plain = plain_validator(validator.schema, _is_31(validator))
     certain = sure_valid.compile_sure(validator)(instance)
     through = _errors(validator, sure_valid.iter_errors(validator, instance))
     assert through == _errors(validator, validator.iter_errors(instance))
@@ -135,7 +126,7 @@ def _is_31(validator: Any) -> bool:
     return type(validator) is QuickOAS31Validator
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(1500), deadline=None, suppress_health_check=list(HealthCheck))
 @given(schema=schemas, instance=values, is_31=st.booleans())
 def test_a_certain_valid_is_never_wrong_and_the_errors_are_jsonschemas(
     schema: Any, instance: Any, is_31: bool
@@ -243,6 +234,6 @@ def test_chunks_that_differ_only_in_a_pinned_value_are_judged_apart(name: str) -
 
 
 def test_another_validator_class_is_never_short_cut() -> None:
-    plain = PLAIN[True]({"type": "object"})
+    plain = plain_validator({"type": "object"}, True)
     assert not sure_valid.compile_sure(plain)({})
     assert json.dumps(list(sure_valid.iter_errors(plain, {}))) == "[]"

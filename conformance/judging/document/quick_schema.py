@@ -112,50 +112,46 @@ def all_items(validator: Any, items: Any, instance: list[Any]) -> bool | None:
     return found
 
 
-def _items(original: Keyword) -> Keyword:
-    def items(
-        validator: Any, items: Any, instance: Any, schema: Schema
+def _items_hold(validator: Any, items: Any, instance: Any, schema: Schema) -> bool:
+    """Every item valid for certain: jsonschema's ``items`` would find nothing either."""
+    return (
+        type(instance) is list
+        and "prefixItems" not in schema
+        and bool(all_items(validator, items, instance))
+    )
+
+
+def _any_of_holds(validator: Any, branches: Any, instance: Any, schema: Schema) -> bool:
+    """A branch valid for certain after branches invalid for certain. In jsonschema's order:
+    it stops at the first valid branch, and a branch before it that this module cannot
+    decide may raise (an unknown type)."""
+    if "discriminator" in schema or not isinstance(branches, list):
+        return False
+    for branch in branches:
+        verdict = sure(validator, branch, instance)
+        if verdict is not False:
+            return bool(verdict)
+    return False
+
+
+def _one_of_holds(validator: Any, branches: Any, instance: Any, schema: Schema) -> bool:
+    """Exactly one branch valid for certain, the others invalid for certain."""
+    if "discriminator" in schema or not isinstance(branches, list):
+        return False
+    verdicts = [sure(validator, branch, instance) for branch in branches]
+    return verdicts.count(True) == 1 and verdicts.count(False) == len(verdicts) - 1
+
+
+def _shortcut(original: Keyword, holds: Callable[[Any, Any, Any, Schema], bool]) -> Keyword:
+    """jsonschema's keyword ``original``, skipped where ``holds`` says it finds no error."""
+
+    def keyword(
+        validator: Any, value: Any, instance: Any, schema: Schema
     ) -> Iterator[ValidationError]:
-        if (
-            type(instance) is list
-            and "prefixItems" not in schema
-            and all_items(validator, items, instance)
-        ):
-            return  # every item valid: jsonschema's keyword would find nothing either
-        yield from original(validator, items, instance, schema)
+        if not holds(validator, value, instance, schema):
+            yield from original(validator, value, instance, schema)
 
-    return items
-
-
-def _any_of(original: Keyword) -> Keyword:
-    def any_of(
-        validator: Any, branches: Any, instance: Any, schema: Schema
-    ) -> Iterator[ValidationError]:
-        if "discriminator" not in schema and isinstance(branches, list):
-            # In jsonschema's order: it stops at the first valid branch, and a branch
-            # before it that this module cannot decide may raise (an unknown type).
-            for branch in branches:
-                verdict = sure(validator, branch, instance)
-                if verdict is None:
-                    break
-                if verdict:
-                    return  # valid for certain after branches invalid for certain
-        yield from original(validator, branches, instance, schema)
-
-    return any_of
-
-
-def _one_of(original: Keyword) -> Keyword:
-    def one_of(
-        validator: Any, branches: Any, instance: Any, schema: Schema
-    ) -> Iterator[ValidationError]:
-        if "discriminator" not in schema and isinstance(branches, list):
-            verdicts = [sure(validator, branch, instance) for branch in branches]
-            if verdicts.count(True) == 1 and verdicts.count(False) == len(verdicts) - 1:
-                return  # exactly one branch valid for certain, the others invalid
-        yield from original(validator, branches, instance, schema)
-
-    return one_of
+    return keyword
 
 
 def _quick(base: Any) -> Any:
@@ -163,9 +159,9 @@ def _quick(base: Any) -> Any:
     return extend(
         base,
         {
-            "items": _items(keywords["items"]),
-            "anyOf": _any_of(keywords["anyOf"]),
-            "oneOf": _one_of(keywords["oneOf"]),
+            "items": _shortcut(keywords["items"], _items_hold),
+            "anyOf": _shortcut(keywords["anyOf"], _any_of_holds),
+            "oneOf": _shortcut(keywords["oneOf"], _one_of_holds),
         },
     )
 
