@@ -6,6 +6,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import API_KEY, MODEL, Targets
@@ -160,14 +161,16 @@ def test_a_false_gzip_header_on_anything_else_is_named(serve: object) -> None:
 
 def test_a_slow_preflight_goes_alone_while_the_first_lists_are_built() -> None:
     """The preflight goes out on a thread of its own; while a slow target keeps it waiting,
-    the run builds the edge and invalid lists (conformance/run/ahead.py): the same lists
-    the scenarios build, and nothing else is sent before its answer."""
+    the run builds the edge and invalid lists and draws the valid requests
+    (conformance/run/ahead.py), in that order until it is answered: the same lists the
+    scenarios build, and nothing else is sent before its answer."""
     from conformance.reference import ReferenceServer
     from conformance.run.ahead import edge_list, invalid_list
     from conformance.run.assembly import assemble
     from conformance.run.session import Settings, Setup
 
-    server = ReferenceServer(api_key=API_KEY, models=(MODEL,), delay=0.3)
+    # A second: time enough for both lists on a busy machine (they take ~0.2 s).
+    server = ReferenceServer(api_key=API_KEY, models=(MODEL,), delay=1.0)
     url = server.start()
     try:
         setup = Setup(Settings(model=MODEL), target_url=url, api_key=API_KEY)
@@ -176,13 +179,74 @@ def test_a_slow_preflight_goes_alone_while_the_first_lists_are_built() -> None:
             run = assembled.run
             assert assembled.results.spent.requests == 1
             prebuilt = dict(run._shared)
-            assert set(prebuilt) == {"edge_requests", "invalid_cases"}
+            assert list(prebuilt) == AHEAD_ORDER[: len(prebuilt)]
             assert edge_list(run) is prebuilt["edge_requests"]
             assert invalid_list(run) is prebuilt["invalid_cases"]
         finally:
             assembled.close()
     finally:
         server.stop()
+
+
+AHEAD_ORDER = [
+    "edge_requests",
+    "invalid_cases",
+    *(f"valid_{kind}[{b}]" for kind in ("requests", "streams") for b in range(4)),
+]
+
+
+@pytest.fixture
+def bare_run() -> Iterator[object]:
+    """An assembled run against the reference target, without its preflight: nothing built."""
+    from conformance.reference import ReferenceServer
+    from conformance.run.assembly import assemble
+    from conformance.run.session import Settings, Setup
+
+    server = ReferenceServer(api_key=API_KEY, models=(MODEL,))
+    url = server.start()
+    assembled = assemble(
+        Setup(Settings(model=MODEL), target_url=url, api_key=API_KEY, preflight=False)
+    )
+    try:
+        yield assembled.run
+    finally:
+        assembled.close()
+        server.stop()
+
+
+def test_the_valid_requests_drawn_ahead_are_the_ones_each_batch_draws(bare_run: object) -> None:
+    """Each value is seeded by its index: a part drawn ahead is the part the batch would
+    have drawn itself, streamed or not."""
+    from conformance.run import scenarios
+    from conformance.run.ahead import build_ahead
+    from conformance.strategies import draw, valid_requests
+
+    run: Any = bare_run
+    build_ahead(run)
+    assert list(run._shared) == AHEAD_ORDER
+    s = run.settings
+    for stream in (False, True):
+        strategy = valid_requests(run.spec, model=s.model, max_tokens=s.max_tokens, stream=stream)
+        for b in range(scenarios.BATCHES):
+            drawn = draw(strategy, s.max_examples, seed_value=s.seed, part=(b, scenarios.BATCHES))
+            assert scenarios._valid(run, b, stream=stream) == drawn
+            assert (
+                scenarios._valid(run, b, stream=stream)
+                is run._shared[AHEAD_ORDER[2 + 4 * stream + b]]
+            )
+
+
+def test_building_ahead_stops_once_the_preflight_is_answered(bare_run: object) -> None:
+    from conformance.run.ahead import build_ahead
+
+    run: Any = bare_run
+    build_ahead(run, lambda: True)
+    assert run._shared == {}
+    asked = iter([False, False, True])
+    build_ahead(run, lambda: next(asked))
+    assert list(run._shared) == AHEAD_ORDER[:2]
+    build_ahead(run, draws=False)  # an xdist worker draws only the parts its items play
+    assert list(run._shared) == AHEAD_ORDER[:2]
 
 
 def test_a_slow_preflight_that_fails_is_the_same_one_line() -> None:
@@ -251,7 +315,7 @@ def test_the_preflight_is_on_the_wire_while_the_run_is_assembled(
         try:
             assert seen == [True]
             assert assembled.results.spent.requests == 1
-            assert set(assembled.run._shared) == {"edge_requests", "invalid_cases"}
+            assert list(assembled.run._shared) == AHEAD_ORDER[: len(assembled.run._shared)]
         finally:
             assembled.close()
     finally:

@@ -3,9 +3,11 @@
 The edge and invalid scenarios are split into batches (``scenarios.BATCHES``) that slice
 one list each, built once per run (``RunState.shared``): every boundary request of the
 document, each validated, and one invalid request per rule it states. ``build_ahead``
-builds both before any item asks, which the assembly does while the preflight is on the
-wire, so that against a slow target the first round leaves as soon as the preflight is
-answered instead of ~0.17 s later (benchmarks/RESULTS.md §12). The lists are the same
+builds both before any item asks, and the parts of the drawn valid requests, which the
+assembly does while the preflight is on the wire, so that against a slow target the
+first round leaves as soon as the preflight is answered instead of ~0.17 s later
+(benchmarks/RESULTS.md §12), and the first rounds' answers are not read beside Hypothesis
+drawing on the main thread (§12b). The lists are the same
 whenever they are built (neither draws at random); a build that fails is left for the
 scenario, which meets the same error where it always did.
 """
@@ -13,6 +15,8 @@ scenario, which meets the same error where it always did.
 from __future__ import annotations
 
 import contextlib
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -45,8 +49,43 @@ def invalid_list(run: RunState) -> list[Case]:
     return run.shared("invalid_cases", build)
 
 
-def build_ahead(run: RunState) -> None:
-    """Build both lists now; an error is left for the scenario that slices the list."""
-    for build in (edge_list, invalid_list):
+def valid_part(run: RunState, batch: int, *, stream: bool = False) -> list[Case]:
+    """The ``batch``-th of the run's parts of drawn valid requests (streamed or not),
+    drawn once per run: each value is seeded by its index, so a part is the same whenever
+    it is drawn (conformance.strategies.draw)."""
+    from conformance.run.scenarios import BATCHES
+    from conformance.strategies import draw, valid_requests
+
+    s = run.settings
+
+    def build() -> list[Case]:
+        strategy = valid_requests(
+            run.spec, model=s.model, max_tokens=s.max_tokens, vocab_size=s.vocab_size,
+            stream=stream,
+        )  # fmt: skip
+        return draw(strategy, s.max_examples, seed_value=s.seed, part=(batch, BATCHES))
+
+    return run.shared(f"valid_{'streams' if stream else 'requests'}[{batch}]", build)
+
+
+def build_ahead(
+    run: RunState, answered: Callable[[], bool] = lambda: False, *, draws: bool = True
+) -> None:
+    """Build the lists now, until ``answered()`` (the preflight is back: the run goes on and
+    what is left is built where the scenarios ask for it). ``draws``: the valid requests'
+    parts too, which Hypothesis draws (~0.2 s; in one process only: an xdist worker draws
+    only the parts its items play). An error is left for the scenario that asks."""
+    from conformance.run.scenarios import BATCHES
+
+    builds: list[Callable[[RunState], object]] = [edge_list, invalid_list]
+    if draws:
+        builds += [
+            functools.partial(valid_part, batch=b, stream=stream)
+            for stream in (False, True)
+            for b in range(BATCHES)
+        ]
+    for build in builds:
+        if answered():
+            return
         with contextlib.suppress(Exception):
             build(run)

@@ -256,7 +256,7 @@ def _preflight(assembled: Assembled, flight: Flight | None, early: Case | None) 
     model, spec = run.settings.model, run.spec
     if flight is None:
         flight = Flight(lambda: preflight(run.client, model, spec))
-    first = _beside(run, flight)
+    first = _beside(run, flight, draws=assembled.setup.workers == 1)
     if early is not None and early != probe_case(model, spec):
         # The quick check and the case constructor disagree (never seen with the vendored
         # documents, tests/test_preflight.py): the constructor's case decides, sent now;
@@ -303,16 +303,17 @@ class Flight:
         return self._done[0]
 
 
-def _beside(run: Run, flight: Flight) -> Exchange:
+def _beside(run: Run, flight: Flight, *, draws: bool) -> Exchange:
     """The preflight's answer, and, when it is not answered within AHEAD_AFTER, what the
-    first round needs built on this thread meanwhile: the edge and invalid lists
-    (conformance/run/ahead.py). Nothing else is sent before its answer. (Starting the
-    openai import here too was measured: no gain against a 1 s target,
-    benchmarks/RESULTS.md §12; it starts where it did.)"""
+    first round needs built on this thread meanwhile, until it is answered: the edge and
+    invalid lists and (``draws``) the drawn valid requests (conformance/run/ahead.py).
+    Nothing else is sent before its answer. (Starting the openai import here too was
+    measured: no gain against a 1 s target, benchmarks/RESULTS.md §12; it starts where
+    it did.)"""
     from conformance.run.ahead import build_ahead
 
     if not flight.wait(AHEAD_AFTER):
-        build_ahead(run)
+        build_ahead(run, lambda: flight.wait(0), draws=draws)
     return flight.result()
 
 

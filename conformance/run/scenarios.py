@@ -126,13 +126,9 @@ REPEAT_BUDGET = 300
 
 
 def _valid(run: RunState, batch: int, *, stream: bool = False) -> list[Case]:
-    from conformance.strategies import draw, valid_requests
+    from conformance.run.ahead import valid_part
 
-    s = run.settings
-    strategy = valid_requests(
-        run.spec, model=s.model, max_tokens=s.max_tokens, vocab_size=s.vocab_size, stream=stream
-    )
-    return draw(strategy, s.max_examples, seed_value=s.seed, part=(batch, BATCHES))
+    return valid_part(run, batch, stream=stream)  # drawn once per run (ahead.py)
 
 
 def _edges(run: RunState, batch: int) -> list[Case]:
