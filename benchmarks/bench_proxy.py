@@ -234,7 +234,8 @@ async def many_streams(
     url: str, total: int, concurrency: int, chunks: int, interval: float
 ) -> tuple[float, list[str]]:
     """Wall seconds for ``total`` streams, ``concurrency`` at once, and the errors seen
-    (a stream that failed is not retried)."""
+    (a stream that failed is not retried; an answer other than 200, such as the proxy's
+    502 when the upstream gave none, is a failed stream too)."""
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=concurrency)
     left = total
     errors: list[str] = []
@@ -249,6 +250,8 @@ async def many_streams(
                 ) as r:
                     async for _ in r.aiter_raw():
                         pass
+                    if r.status_code != 200:
+                        errors.append(f"status {r.status_code}")
             except httpx.HTTPError as exc:
                 errors.append(f"{type(exc).__name__}: {exc}")
 

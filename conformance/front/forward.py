@@ -60,6 +60,20 @@ REASONS = (SAMPLED_OUT, OTHER, CLIENT_LEFT, TOO_LARGE, NO_BUDGET, BEHIND)
 SERVER_ENV = "CONFORMANCE_FORWARD_SERVER"
 #: The upstream clients (connection pools) requests are spread over, in turn.
 POOLS = 16
+#: Keep-alive, both sides. A server closes a connection idle for its keep-alive timeout,
+#: timed from when it wrote the last answer; a client reusing that connection just then
+#: sends its request into the close and gets a reset (ReadError) or no answer. httpx
+#: keeps idle connections 5 s, as long as uvicorn's (and Node's, Apache's, llama.cpp's,
+#: vLLM's) timeout, and times them from the later moment it read the answer: reused at
+#: about 5 s, they met the close (issue 36's throughput benchmark: 502s and cut client
+#: streams; reproduced at 4.96-5.00 s of idle). Retrying is no cure: the request was
+#: written, and whether the upstream read any of it cannot be known. So the two timeouts
+#: are kept apart: upstream connections idle longer than UPSTREAM_IDLE are not reused (a
+#: new connection costs a connect, and a TLS handshake, only after such a pause), and the
+#: proxy keeps its clients' idle connections open CLIENT_IDLE s, longer than clients keep
+#: them (httpx and the openai SDKs 5 s, aiohttp 15 s, Go's net/http 90 s).
+UPSTREAM_IDLE = 2.0
+CLIENT_IDLE = 120
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +142,9 @@ class Forwarder:
         timeout = httpx.Timeout(30.0, read=self.plan.read_timeout)
         shards = 1 if mode() == "pure" else POOLS
         keep = max(1, 1000 // shards)
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=keep)
+        limits = httpx.Limits(
+            max_connections=None, max_keepalive_connections=keep, keepalive_expiry=UPSTREAM_IDLE
+        )
         # One TLS context for them all, as each client would make it (certificates are read
         # once: about 50 ms each).
         tls = httpx.create_ssl_context()
@@ -319,6 +335,7 @@ def run(plan: Plan, shared: Shared, outbox: Any, ready: Connection) -> None:
         log_config=None,
         lifespan="on",
         timeout_graceful_shutdown=5,
+        timeout_keep_alive=CLIENT_IDLE,
         backlog=4096,
         # The upstream's own Server and Date headers are the ones forwarded.
         server_header=False,
