@@ -1,6 +1,6 @@
 """The case lists a run builds once and its batches slice, and building them ahead.
 
-The edge and invalid scenarios are split into batches (``scenarios.BATCHES``) that slice
+The edge and invalid scenarios are split into batches (``BATCHES``) that slice
 one list each, built once per run (``RunState.shared``): every boundary request of the
 document, each validated, and one invalid request per rule it states. ``build_ahead``
 builds both before any item asks, and the parts of the drawn valid requests, which the
@@ -18,6 +18,10 @@ import contextlib
 import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+#: Generated scenarios are split into this many items (the same cases in all), so that
+#: pytest-xdist and --shard can balance a run (conformance/run/scenarios.py).
+BATCHES = 4
 
 if TYPE_CHECKING:
     from conformance.judging.wire.case import Case
@@ -53,7 +57,6 @@ def valid_part(run: RunState, batch: int, *, stream: bool = False) -> list[Case]
     """The ``batch``-th of the run's parts of drawn valid requests (streamed or not),
     drawn once per run: each value is seeded by its index, so a part is the same whenever
     it is drawn (conformance.strategies.draw)."""
-    from conformance.run.scenarios import BATCHES
     from conformance.strategies import draw, valid_requests
 
     s = run.settings
@@ -75,8 +78,6 @@ def build_ahead(
     what is left is built where the scenarios ask for it). ``draws``: the valid requests'
     parts too, which Hypothesis draws (~0.2 s; in one process only: an xdist worker draws
     only the parts its items play). An error is left for the scenario that asks."""
-    from conformance.run.scenarios import BATCHES
-
     builds: list[Callable[[RunState], object]] = [edge_list, invalid_list]
     if draws:
         builds += [

@@ -24,15 +24,13 @@ from conformance.judging.document.spec import Spec
 from conformance.judging.verdict.record import SkipCause
 from conformance.judging.wire.case import Case, Mode, repeated
 from conformance.judging.wire.exchange import Exchange
+from conformance.run.ahead import BATCHES
 from conformance.run.session import ScenarioSkipped
 
 if TYPE_CHECKING:
     from conformance.run.item import ItemRun
     from conformance.run.session import RunState, Sender, Sent, Settings
 
-# Generated scenarios are split into this many items (the same cases in all), so that
-# pytest-xdist and --shard can balance a run.
-BATCHES = 4
 BATCH_PARAMS = tuple(range(BATCHES))
 BATCH_IDS = tuple(f"batch{b + 1}of{BATCHES}" for b in range(BATCHES))
 
