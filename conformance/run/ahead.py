@@ -7,9 +7,10 @@ builds both before any item asks, and the parts of the drawn valid requests, whi
 assembly does while the preflight is on the wire, so that against a slow target the
 first round leaves as soon as the preflight is answered instead of ~0.17 s later
 (benchmarks/RESULTS.md §12), and the first rounds' answers are not read beside Hypothesis
-drawing on the main thread (§12b). The lists are the same
-whenever they are built (neither draws at random); a build that fails is left for the
-scenario, which meets the same error where it always did.
+drawing on the main thread (§12b). The lists are the same whenever they are built (the
+edge and invalid lists are not drawn, and each drawn valid request is seeded by its
+index); a build that fails is left for the scenario, which meets the same error where it
+always did.
 """
 
 from __future__ import annotations

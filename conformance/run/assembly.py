@@ -256,16 +256,16 @@ def _preflight(assembled: Assembled, flight: Flight | None, early: Case | None) 
     model, spec = run.settings.model, run.spec
     if flight is None:
         flight = Flight(lambda: preflight(run.client, model, spec))
-    first = _beside(run, flight, draws=assembled.setup.workers == 1)
+    sent = [_beside(run, flight, draws=assembled.setup.workers == 1)]
     if early is not None and early != probe_case(model, spec):
         # The quick check and the case constructor disagree (never seen with the vendored
         # documents, tests/test_preflight.py): the constructor's case decides, sent now;
         # the early one counts as spent.
-        results.spent.requests += 1 + first.retries
-        results.spent.retries += first.retries
-        first = preflight(run.client, model, spec)
-    results.spent.requests += 1 + first.retries
-    results.spent.retries += first.retries
+        sent.append(preflight(run.client, model, spec))
+    for exchange in sent:
+        results.spent.requests += 1 + exchange.retries
+        results.spent.retries += exchange.retries
+    first = sent[-1]
     if first.status is not None:  # always: preflight() returns a 200 or a 429
         results.note_status(first.status)
     if first.status == 429:

@@ -45,10 +45,15 @@ def base_url(
     return url, None
 
 
+def minimal_body(model: str) -> dict[str, Any]:
+    """The minimal request's body, before any document has a say."""
+    return {"model": model, "prompt": "Say hi", "max_tokens": 1}
+
+
 def probe_case(model: str, spec: Spec | None = None) -> Case:
     """The minimal request; under ``spec``, moved to its nearest valid values (a copy of a
     spec may allow only 5 characters of prompt, or no ``max_tokens`` below 2)."""
-    body = {"model": model, "prompt": "Say hi", "max_tokens": 1}
+    body = minimal_body(model)
     if spec is None:
         return Case(body, mode="probe", label="preflight")
     from conformance.strategies import CaseSkipped, build_case
@@ -67,7 +72,7 @@ def quick_probe_case(model: str, spec: Spec) -> Case | None:
     The run checks the two agree (conformance/run/assembly.py)."""
     from conformance.judging.document.oracle import cross_rules, request_schema_errors
 
-    body: dict[str, Any] = {"model": model, "prompt": "Say hi", "max_tokens": 1}
+    body = minimal_body(model)
     if "json" not in spec.request_media_type or spec.validators["request"] is None:
         return None
     if request_schema_errors(spec, body) or cross_rules(spec, body, set()):

@@ -27,12 +27,16 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from jsonschema.exceptions import ValidationError
 
-from conformance.judging.document.quick_schema import QuickOAS30Validator, QuickOAS31Validator
+from conformance.judging.document.quick_schema import (
+    EXACT,
+    QuickOAS30Validator,
+    QuickOAS31Validator,
+)
 
 Check = Callable[[Any], bool]
 
@@ -51,16 +55,6 @@ DECIDED = frozenset(
     {"type", "format", "properties", "required", "additionalProperties", "items", "anyOf",
      "allOf", "enum", "const"}
 )  # fmt: skip
-#: A JSON type name -> the exact Python types certainly of it (both dialects' checkers
-#: accept these; what else they accept, e.g. 1.0 as an integer in 3.1, is left uncertain).
-EXACT: Mapping[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-    "object": (dict,),
-}
 
 
 def _never(instance: Any) -> bool:
